@@ -1,0 +1,9 @@
+"""Hand-written hot loops of the book, installed as `icml25nb.kernels`.
+
+One module per loop. Each has a NumPy reference, an `@njit` CPU kernel and a
+`@cuda.jit` kernel with the same meaning, tested against each other in
+`tests/`, and an optional `benchmark(size, repeat) -> dict` that
+`icml25nb bench` discovers.
+
+- `rng`: counter-based splitmix64 random streams for `@njit` and `@cuda.jit` code.
+"""
