@@ -28,7 +28,6 @@ html_theme = "sphinx_book_theme"
 html_title = "icml25nb: a runnable book of ICML 2025 papers"
 # conf.py lives in docs/ (sphinx-build -c docs), the generated sources and MathJax in docs/_src
 html_static_path = [str(Path(__file__).resolve().parent / "_src" / "_static")]
-html_css_files = ["book.css"]
 html_theme_options = {
     "show_toc_level": 2,
     "use_download_button": True,

@@ -130,7 +130,8 @@ def dashboard(claims_json: Path | None) -> str:
             ms = "nan" if m is None else (f"{m:.4g}" if m == 0 or 1e-3 <= abs(m) < 1e6 else f"{m:.3e}")
             t = row["threshold"]
             ts = f"{t:.4g}" if t == 0 or 1e-3 <= abs(t) < 1e6 else f"{t:.3e}"
-            lines.append(f"| {row['id']} | {row['statement'].replace('|', '/')} | {ms} | {row['op']} | {ts} | "
+            stmt = row["statement"].replace("|", "/").replace("*", "\\*")
+            lines.append(f"| {row['id']} | {stmt} | {ms} | {row['op']} | {ts} | "
                          f"{'PASS' if row['passed'] else '**FAIL**'} |")
     return "\n".join(lines) + "\n"
 
@@ -162,8 +163,6 @@ def write_sources(proc: Path, claims_json: Path | None) -> None:
     if not (MATHJAX / "tex-mml-chtml.js").exists():
         sys.exit(f"MathJax not found in {MATHJAX}: run `make mathjax` (npm install mathjax@3) first")
     shutil.copytree(MATHJAX, static / "mathjax")
-    for f in (ROOT / "docs" / "static").glob("*"):
-        shutil.copy(f, static / f.name)
 
 
 def build(claims: str | None, out: str) -> None:
