@@ -48,8 +48,8 @@ def test_claims_json_for_one_chapter_with_another_seed():
 @pytest.mark.parametrize("args,needle", [
     (("run", "no_such_chapter"), "unknown chapter 'no_such_chapter'"),
     (("run", "precond", "--scale", "enormous"), "invalid choice: 'enormous'"),
-    (("run", "precond", "--seed", "-1"), "--seed must be a non-negative integer"),
-    (("claims", "precond", "--seed", "abc"), "--seed must be a non-negative integer"),
+    (("run", "precond", "--seed", "-1"), "argument --seed: must be a non-negative integer"),
+    (("claims", "precond", "--seed", "abc"), "argument --seed: must be a non-negative integer"),
     (("claims", "precond", "--all"), "not both"),
     (("bench", "nope"), "unknown kernel 'nope'"),
     (("launch",), "invalid choice"),
