@@ -139,7 +139,7 @@ uniform.__doc__ = "Draw `counter` of stream `key` as float64 in [0, 1) (@njit)."
 randbelow.__doc__ = "Draw `counter` of stream `key` as an integer in [0, n) (@njit)."
 
 
-@njit(parallel=True, cache=False)
+@njit(parallel=True, cache=True)
 def _uniform_fill_njit(seed, out):
     n_streams, n_draws = out.shape
     for s in prange(n_streams):
@@ -189,7 +189,7 @@ def _best_time(fn, repeat: int) -> float:
 
 def benchmark(size: str = "default", repeat: int = 5) -> dict:
     "Time uniform_fill: NumPy reference, @njit kernel and NumPy's own PCG64 Generator on the same matrix size."
-    n_streams, n_draws = {"small": (256, 256), "default": (4096, 1024)}[size]
+    n_streams, n_draws = {"small": (256, 256), "default": (4096, 1024), "full": (16384, 1024)}[size]
     gen = np.random.default_rng(0)
     rows = {
         "numpy reference (splitmix64, vectorised)": _best_time(lambda: uniform_fill_ref(0, n_streams, n_draws), repeat),

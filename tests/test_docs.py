@@ -50,6 +50,16 @@ def test_chapter_page_has_plots_api_docs_and_claims():
     assert "clip_equals_torch" in page and "PASS" in page  # the claims table
 
 
+def test_every_registered_chapter_has_a_page_with_plots_and_claims():
+    from icml25nb.core import chapters
+    for ch in chapters():
+        page = SITE / ch.notebook.replace(".ipynb", ".html")
+        assert page.exists(), page
+        html = page.read_text()
+        assert re.search(r'<img[^>]*src="[^"]+\.png"', html), f"{page}: no plot"
+        assert all(c.id in html for c in ch.claims), f"{page}: claims table incomplete"
+
+
 def test_sidebar_lists_parts_and_chapters():
     index = (SITE / "index.html").read_text()
     assert "Foundations" in index and "Optim" in index and "Claims dashboard" in index

@@ -1,0 +1,172 @@
+"""Edge-contraction kernels: reference, @njit and CUDA (simulator) agree; trials are exact Karger; min_cut is exact."""
+import math
+import warnings
+
+import networkx as nx
+import numba
+import numpy as np
+import pytest
+from scipy import stats
+
+from icml25nb.algorithms.mincut import min_cut, ring_of_cliques
+from icml25nb.kernels import contraction as K
+
+
+def small_graph(seed, n=12, m=30, weighted=True, zero_weights=False):
+    g = np.random.default_rng(seed)
+    src, dst = g.integers(0, n, m), g.integers(0, n, m)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    w = g.integers(1, 6, len(src)).astype(float) if weighted else np.ones(len(src))
+    if zero_weights:
+        w[g.random(len(w)) < 0.2] = 0.0
+    return n, src, dst, w
+
+
+CONFIGS = [  # (predicted fraction, boost, t)
+    (None, 1.0, 2), (0.3, math.inf, 2), (0.3, math.inf, 4), (0.3, 5.0, 3), (0.6, math.inf, 6),
+]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("cfg", CONFIGS, ids=[f"pred{c[0]}-B{c[1]}-t{c[2]}" for c in CONFIGS])
+def test_reference_and_njit_agree(seed, cfg):
+    frac, boost, t = cfg
+    n, src, dst, w = small_graph(seed, zero_weights=seed == 3)
+    pred = None if frac is None else np.random.default_rng(seed + 9).random(len(w)) < frac
+    r1, tier1, r2 = K.phase_rates(w, pred, boost)
+    ids = np.arange(40)
+    ref = K.trials_ref(n, src, dst, w, r1, tier1, r2, t, seed, ids)
+    fast = K.trials_njit(n, src, dst, w, r1, tier1, r2, t, seed, ids)
+    assert np.array_equal(ref, fast)
+    for i in (0, 7):
+        v_ref, side_ref = K.trial_ref(n, src, dst, w, r1, tier1, r2, t, seed, i)
+        v, side = K.trial_side_njit(n, src, dst, w, r1, tier1, r2, t, seed, i)
+        assert v == v_ref and np.array_equal(side, side_ref)
+        assert K.cut_value(src, dst, w, side) == v
+
+
+@pytest.mark.parametrize("cfg", CONFIGS[:4], ids=[f"pred{c[0]}-B{c[1]}-t{c[2]}" for c in CONFIGS[:4]])
+def test_cuda_kernel_under_simulator_agrees(cfg):
+    frac, boost, t = cfg
+    n, src, dst, w = small_graph(5, n=8, m=16)
+    pred = None if frac is None else np.random.default_rng(1).random(len(w)) < frac
+    r1, tier1, r2 = K.phase_rates(w, pred, boost)
+    ids = np.arange(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = K.trials_cuda(n, src, dst, w, r1, tier1, r2, t, 3, ids, threads_per_block=2)
+    assert np.array_equal(got, K.trials_ref(n, src, dst, w, r1, tier1, r2, t, 3, ids))
+
+
+def test_same_cuts_whatever_the_thread_count():
+    G = ring_of_cliques(8, 6)
+    src, dst = np.array([e[0] for e in G.edges]), np.array([e[1] for e in G.edges])
+    w = np.ones(len(src))
+    r1, tier1, r2 = K.phase_rates(w)
+    old = numba.get_num_threads()
+    try:
+        runs = []
+        for k in range(1, numba.config.NUMBA_NUM_THREADS + 1):
+            numba.set_num_threads(k)
+            runs.append(K.trials_njit(48, src, dst, w, r1, tier1, r2, 2, 11, np.arange(64)))
+    finally:
+        numba.set_num_threads(old)
+    assert all(np.array_equal(runs[0], r) for r in runs)
+
+
+def test_radix_sort_matches_stable_argsort():
+    g = np.random.default_rng(0)
+    for cnt in (0, 1, 5, 48, 49, 300):
+        keys = g.integers(0, 2**63, cnt, dtype=np.int64).astype(np.uint64)
+        keys[: cnt // 3] = keys[0] if cnt else keys[:0]  # ties
+        k, order = keys.copy(), np.arange(cnt)
+        K._radix_sort(k, order, np.empty(cnt, np.uint64), np.empty(cnt, np.int64), np.empty(256, np.int64), cnt)
+        assert np.array_equal(order, np.argsort(keys, kind="stable"))
+
+
+def test_keys_preserve_the_clock_order():
+    key = np.uint64(12345)
+    rates = np.random.default_rng(1).uniform(0.01, 100, 2000)
+    counters = np.arange(2000)
+    keys = K._keys_ref(key, counters, rates, np.zeros(2000, np.uint8))
+    u = ((K.rng.u64_ref(key, counters.astype(np.uint64)) >> np.uint64(11)).astype(np.int64) + 1) * 2.0**-53
+    clocks = -np.log(u) / rates
+    assert np.array_equal(np.argsort(keys, kind="stable"), np.argsort(clocks, kind="stable"))
+    tiered = K._keys_ref(key, counters, rates, (counters % 2).astype(np.uint8))
+    assert tiered[counters % 2 == 1].min() > tiered[counters % 2 == 0].max()  # tier 1 always after tier 0
+
+
+@pytest.mark.parametrize("boost", [1.0, 4.0])
+def test_trials_follow_kargers_distribution(boost):
+    # triangle 0-1 (a), 1-2 (b), 0-2 (c): contracting edge e first leaves the cut isolating the third node.
+    # With (0,1) predicted in the cut and the others boosted by B, edge e goes first w.p. w'_e / sum w'.
+    a, b, c = 1.0, 2.0, 3.0
+    src, dst, w = np.array([0, 1, 0]), np.array([1, 2, 2]), np.array([a, b, c])
+    pred = np.array([True, False, False])
+    r1, tier1, r2 = K.phase_rates(w, pred if boost != 1.0 else None, boost)
+    vals = K.trials_njit(3, src, dst, w, r1, tier1, r2, 2, 0, np.arange(20000))
+    wp = np.array([a, b * boost, c * boost]) if boost != 1.0 else w
+    expected = wp / wp.sum() * len(vals)  # contracting (0,1) -> cut b+c, (1,2) -> a+c, (0,2) -> a+b
+    observed = [np.sum(vals == b + c), np.sum(vals == a + c), np.sum(vals == a + b)]
+    assert sum(observed) == len(vals)
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+
+
+def test_infinite_boost_never_contracts_a_predicted_edge_first():
+    src, dst, w = np.array([0, 1, 0]), np.array([1, 2, 2]), np.array([1.0, 1.0, 1.0])
+    r1, tier1, r2 = K.phase_rates(w, np.array([False, True, True]), math.inf)
+    vals = K.trials_njit(3, src, dst, w, r1, tier1, r2, 2, 0, np.arange(500))
+    assert np.all(vals == 2.0)  # (0,1) always first: node 2 isolated
+
+
+def test_long_chain_union_find_does_not_crash():
+    n = 1_000_000
+    src, dst, w = np.arange(n - 1), np.arange(1, n), np.ones(n - 1)
+    r1, tier1, r2 = K.phase_rates(w)
+    vals = K.trials_njit(n, src, dst, w, r1, tier1, r2, 2, 0, np.arange(2))
+    assert np.all(vals == 1.0)
+
+
+def test_karger_stein_matches_stoer_wagner_and_its_side():
+    for seed in range(15):
+        n, src, dst, w = small_graph(seed, n=14, m=40)
+        G = nx.Graph()
+        G.add_nodes_from(range(n))
+        for a, b, x in zip(src, dst, w):
+            G.add_edge(int(a), int(b), weight=G.get_edge_data(a, b, {"weight": 0})["weight"] + x)
+        exact = nx.stoer_wagner(G)[0] if nx.is_connected(G) else 0.0
+        el_src = np.array([e[0] for e in G.edges]); el_dst = np.array([e[1] for e in G.edges])
+        el_w = np.array([G.edges[e]["weight"] for e in G.edges], float)
+        vals = K.karger_stein_njit(n, el_src, el_dst, el_w, run_ids=np.arange(30))
+        assert vals.min() == exact and np.all(vals >= exact)
+        v, side = K.karger_stein_njit(n, el_src, el_dst, el_w, side_of=int(np.argmin(vals)))
+        assert v == exact == K.cut_value(el_src, el_dst, el_w, side)
+
+
+def test_min_cut_on_many_random_weighted_graphs():
+    g = np.random.default_rng(3)
+    checked = 0
+    for i in range(60):
+        n = int(g.integers(4, 18))
+        H = nx.gnm_random_graph(n, int(g.integers(n, 4 * n)), seed=i)
+        for u, v in H.edges:
+            H[u][v]["weight"] = int(g.integers(1, 10))
+        exact = nx.stoer_wagner(H)[0] if nx.is_connected(H) else 0
+        for method in ("karger", "karger_stein"):
+            res = min_cut(H, method=method, seed=i)
+            assert res.value == exact, (i, method)
+            assert nx.cut_size(H, {v for v, s in zip(H.nodes, res.side) if s}, weight="weight") == res.value
+            checked += 1
+    assert checked == 120
+
+
+def test_tuple_input_and_bad_input():
+    res = min_cut((4, np.array([0, 1, 2]), np.array([1, 2, 3]), np.array([3.0, 1.0, 2.0])), method="karger")
+    assert res.value == 1.0 and list(res.side) == [True, True, False, False]
+    with pytest.raises(ValueError, match="non-negative"):
+        min_cut((3, np.array([0, 1]), np.array([1, 2]), np.array([1.0, -2.0])))
+    with pytest.raises(ValueError, match="finite"):
+        min_cut((3, np.array([0, 1]), np.array([1, 2]), np.array([1.0, np.nan])))
+    with pytest.raises(ValueError, match="one entry per edge"):
+        min_cut(nx.path_graph(4), predictions=np.array([True]))
