@@ -57,9 +57,23 @@ def phase_rates(w: np.ndarray, predicted: np.ndarray | None = None, boost: float
 
 # --- NumPy / Python reference ------------------------------------------------------------------------------
 
-def _keys_ref(key: np.uint64, counters: np.ndarray, rate: np.ndarray, tier: np.ndarray) -> np.ndarray:
+def equal_rates(rate: np.ndarray, tier: np.ndarray) -> bool:
+    "True if all positive rates within each tier are equal: the clock order is then the order of E alone."
+    for t in (0, 1):
+        r = rate[(tier == t) & (rate > 0)]
+        if len(r) and r.min() != r.max():
+            return False
+    return True
+
+
+def _keys_ref(key: np.uint64, counters: np.ndarray, rate: np.ndarray, tier: np.ndarray, equal: bool) -> np.ndarray:
     "Sortable uint64 keys of the exponential clocks E / rate (vectorised; same bits as the kernels' edge_key)."
     u = rng.u64_ref(key, counters.astype(np.uint64))
+    if equal:  # E = -ln U is decreasing in U's 53 bits: no logarithm needed
+        keys = np.uint64(2**53 - 1) - (u >> np.uint64(11))
+        keys |= tier.astype(np.uint64) << np.uint64(63)
+        keys[~(rate > 0)] = _ZERO_RATE_KEY
+        return keys
     U = ((u >> np.uint64(11)).astype(np.int64) + 1).astype(np.float64) * _TWO_M53  # in (0, 1]
     with np.errstate(divide="ignore", invalid="ignore"):
         k = np.clip(-np.log(U) / rate, 1e-300, 1e300)
@@ -86,7 +100,8 @@ def trial_ref(n, src, dst, w, r1, tier1, r2, t, seed, trial):
     comps = n
     target1 = t if t > 2 else 2
     e_all = np.arange(m)
-    keys = _keys_ref(key, e_all, r1, tier1)
+    eq1, eq2 = equal_rates(r1, tier1), equal_rates(r2, np.zeros(m, np.uint8))  # decided over all edges, as the kernels do
+    keys = _keys_ref(key, e_all, r1, tier1, eq1)
     order = np.argsort(keys, kind="stable")
 
     def contract(order, keys, target):
@@ -109,7 +124,7 @@ def trial_ref(n, src, dst, w, r1, tier1, r2, t, seed, trial):
                          and r2[e] > 0], dtype=np.int64)
         if len(live):
             keys2 = np.full(m, _ZERO_RATE_KEY, dtype=np.uint64)
-            keys2[live] = _keys_ref(key, m + live, r2[live], np.zeros(len(live), np.uint8))
+            keys2[live] = _keys_ref(key, m + live, r2[live], np.zeros(len(live), np.uint8), eq2)
             # same tie-breaking as the kernels: stable order of (key, position among the live edges)
             contract(live[np.argsort(keys2[live], kind="stable")], keys2, 2)
     roots = np.array([_find_ref(parent, v) for v in range(n)])
@@ -133,14 +148,20 @@ def cut_value(src, dst, w, side) -> float:
 def _build(jit, u64, stream_key):
     "Compile the trial with `jit` (njit or cuda.jit(device=True)) and the matching rng functions."
     tier_bit, zero_key, s11, s52 = _TIER_BIT, _ZERO_RATE_KEY, np.uint64(11), np.uint64(52)
+    top53 = np.uint64(2**53 - 1)
     two_m53, two_53 = _TWO_M53, 9007199254740992.0
     mask8, s8 = np.uint64(255), np.uint64(8)
 
     @jit
-    def edge_key(key, counter, rate, tier):
+    def edge_key(key, counter, rate, tier, equal):
         if rate <= 0.0:
             return zero_key
         u = u64(key, counter)
+        if equal:  # all rates of the tier equal: order by E = -ln U, i.e. by decreasing U
+            bits = top53 - (u >> s11)
+            if tier != 0:
+                bits = bits | tier_bit
+            return bits
         U = (np.float64(np.int64(u >> s11)) + 1.0) * two_m53  # in (0, 1]
         k = -math.log(U) / rate  # the clock E / rate, E ~ Exp(1)
         if k < 1e-300:
@@ -170,29 +191,47 @@ def _build(jit, u64, stream_key):
                 keys[j + 1] = k
                 order[j + 1] = o
             return
+        # one read pass builds the histograms of all 8 digits (counts holds 8 x 256), then one scatter per digit,
+        # ping-ponging between (keys, order) and (tmpk, tmpi); digits on which all keys agree are skipped
+        for b in range(2048):
+            counts[b] = 0
+        for i in range(cnt):
+            k = keys[i]
+            for p in range(8):
+                counts[p * 256 + np.int64((k >> np.uint64(8 * p)) & mask8)] += 1
+        in_tmp = False
         for p in range(8):
-            shift = np.uint64(8 * p)
-            for b in range(256):
-                counts[b] = 0
-            for i in range(cnt):
-                counts[np.int64((keys[i] >> shift) & mask8)] += 1
+            base = p * 256
             uniform = False
             for b in range(256):
-                if counts[b] == cnt:
+                if counts[base + b] == cnt:
                     uniform = True
             if uniform:
-                continue  # every key has the same digit here: nothing to move
+                continue
             total = 0
             for b in range(256):
-                c = counts[b]
-                counts[b] = total
+                c = counts[base + b]
+                counts[base + b] = total
                 total += c
-            for i in range(cnt):
-                d = np.int64((keys[i] >> shift) & mask8)
-                j = counts[d]
-                counts[d] = j + 1
-                tmpk[j] = keys[i]
-                tmpi[j] = order[i]
+            shift = np.uint64(8 * p)
+            if in_tmp:
+                for i in range(cnt):
+                    k = tmpk[i]
+                    d = base + np.int64((k >> shift) & mask8)
+                    j = counts[d]
+                    counts[d] = j + 1
+                    keys[j] = k
+                    order[j] = tmpi[i]
+            else:
+                for i in range(cnt):
+                    k = keys[i]
+                    d = base + np.int64((k >> shift) & mask8)
+                    j = counts[d]
+                    counts[d] = j + 1
+                    tmpk[j] = k
+                    tmpi[j] = order[i]
+            in_tmp = not in_tmp
+        if in_tmp:
             for i in range(cnt):
                 keys[i] = tmpk[i]
                 order[i] = tmpi[i]
@@ -212,9 +251,44 @@ def _build(jit, u64, stream_key):
         size[a] += size[b]
 
     @jit
+    def equal_rates(rate, tier, cnt):
+        # all positive rates within each tier equal?
+        r0 = -1.0
+        r1 = -1.0
+        for e in range(cnt):
+            r = rate[e]
+            if r > 0.0:
+                if tier[e] == 0:
+                    if r0 < 0.0:
+                        r0 = r
+                    elif r != r0:
+                        return False
+                else:
+                    if r1 < 0.0:
+                        r1 = r
+                    elif r != r1:
+                        return False
+        return True
+
+    @jit
+    def equal_plain(rate, cnt):
+        # all positive rates equal?
+        r0 = -1.0
+        for e in range(cnt):
+            r = rate[e]
+            if r > 0.0:
+                if r0 < 0.0:
+                    r0 = r
+                elif r != r0:
+                    return False
+        return True
+
+    @jit
     def trial(n, src, dst, w, r1, tier1, r2, t, seed, trial_id, parent, size, keys, order, tmpk, tmpi, counts):
         m = src.shape[0]
         key = stream_key(seed, trial_id)
+        eq1 = equal_rates(r1, tier1, m)
+        eq2 = equal_plain(r2, m)
         for v in range(n):
             parent[v] = v
             size[v] = 1
@@ -222,7 +296,7 @@ def _build(jit, u64, stream_key):
         target1 = t if t > 2 else 2
         for e in range(m):
             order[e] = e
-            keys[e] = edge_key(key, e, r1[e], tier1[e])
+            keys[e] = edge_key(key, e, r1[e], tier1[e], eq1)
         radix_sort(keys, order, tmpk, tmpi, counts, m)
         for pos in range(m):
             if comps <= target1 or keys[pos] == zero_key:
@@ -238,7 +312,7 @@ def _build(jit, u64, stream_key):
             for e in range(m):  # edges still crossing, in index order (the reference's tie-break)
                 if r2[e] > 0.0 and find(parent, src[e]) != find(parent, dst[e]):
                     order[cnt] = e
-                    keys[cnt] = edge_key(key, m + e, r2[e], 0)
+                    keys[cnt] = edge_key(key, m + e, r2[e], 0, eq2)
                     cnt += 1
             radix_sort(keys, order, tmpk, tmpi, counts, cnt)
             for pos in range(cnt):
@@ -257,11 +331,12 @@ def _build(jit, u64, stream_key):
                 value += w[e]
         return value
 
-    return edge_key, radix_sort, find, union, trial
+    return edge_key, radix_sort, find, union, equal_rates, equal_plain, trial
 
 
-_edge_key, _radix_sort, _find, _union, _trial = _build(njit(inline="never"), rng.u64, rng.stream_key)
-(_cuda_edge_key, _cuda_radix_sort, _cuda_find, _cuda_union,
+_edge_key, _radix_sort, _find, _union, _equal_rates, _equal_plain, _trial = _build(
+    njit(inline="never"), rng.u64, rng.stream_key)
+(_cuda_edge_key, _cuda_radix_sort, _cuda_find, _cuda_union, _cuda_equal_rates, _cuda_equal_plain,
  _cuda_trial) = _build(lambda f: cuda.jit(device=True)(f), rng.cuda_u64, rng.cuda_stream_key)
 
 
@@ -275,7 +350,7 @@ def _trials_njit(n, src, dst, w, r1, tier1, r2, t, seed, trial_ids, out):
         order = np.empty(m, np.int64)
         tmpk = np.empty(m, np.uint64)
         tmpi = np.empty(m, np.int64)
-        counts = np.empty(256, np.int64)
+        counts = np.empty(2048, np.int64)
         out[i] = _trial(n, src, dst, w, r1, tier1, r2, t, seed, trial_ids[i], parent, size, keys, order, tmpk,
                         tmpi, counts)
 
@@ -304,7 +379,7 @@ def _trial_side_njit(n, src, dst, w, r1, tier1, r2, t, seed, trial_id):
     order = np.empty(m, np.int64)
     tmpk = np.empty(m, np.uint64)
     tmpi = np.empty(m, np.int64)
-    counts = np.empty(256, np.int64)
+    counts = np.empty(2048, np.int64)
     value = _trial(n, src, dst, w, r1, tier1, r2, t, seed, trial_id, parent, size, keys, order, tmpk, tmpi,
                    counts)
     side = np.empty(n, np.bool_)
@@ -336,7 +411,7 @@ def trials_cuda(n, src, dst, w, r1, tier1, r2, t, seed, trial_ids, threads_per_b
     scratch = [cuda.device_array((k, int(n)), np.int64), cuda.device_array((k, int(n)), np.int64),
                cuda.device_array((k, max(m, 1)), np.uint64), cuda.device_array((k, max(m, 1)), np.int64),
                cuda.device_array((k, max(m, 1)), np.uint64), cuda.device_array((k, max(m, 1)), np.int64),
-               cuda.device_array((k, 256), np.int64)]
+               cuda.device_array((k, 2048), np.int64)]
     out = cuda.device_array(k, np.float64)
     blocks = max(1, (k + threads_per_block - 1) // threads_per_block)
     dev = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
@@ -369,8 +444,10 @@ def _contract_frame(k, src, dst, wu, wp, boost, t, target, key, base):
     order = np.empty(m, np.int64)
     tmpk = np.empty(m, np.uint64)
     tmpi = np.empty(m, np.int64)
-    counts = np.empty(256, np.int64)
+    counts = np.empty(2048, np.int64)
     comps = k
+    eq1 = _equal_rates(r1, tier1, m)
+    eq2 = _equal_plain(r2, m)
     # phase 1 while more than t supernodes remain (boosted), then phase 2 (true weights)
     for phase in range(2):
         stop = max(t, target) if phase == 0 else target
@@ -381,9 +458,9 @@ def _contract_frame(k, src, dst, wu, wp, boost, t, target, key, base):
             if _find(parent, src[e]) != _find(parent, dst[e]):
                 order[cnt] = e
                 if phase == 0:
-                    keys[cnt] = _edge_key(key, base + e, r1[e], tier1[e])
+                    keys[cnt] = _edge_key(key, base + e, r1[e], tier1[e], eq1)
                 else:
-                    keys[cnt] = _edge_key(key, base + m + e, r2[e], 0)
+                    keys[cnt] = _edge_key(key, base + m + e, r2[e], 0, eq2)
                 cnt += 1
         _radix_sort(keys, order, tmpk, tmpi, counts, cnt)
         for pos in range(cnt):
@@ -424,7 +501,7 @@ def _merge_edges(k2, mapping, src, dst, wu, wp):
             cnt += 1
     tmpk = np.empty(cnt, np.uint64)
     tmpi = np.empty(cnt, np.int64)
-    counts = np.empty(256, np.int64)
+    counts = np.empty(2048, np.int64)
     _radix_sort(codes, order, tmpk, tmpi, counts, cnt)
     s2 = np.empty(cnt, np.int64)
     d2 = np.empty(cnt, np.int64)

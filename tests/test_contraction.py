@@ -28,11 +28,11 @@ CONFIGS = [  # (predicted fraction, boost, t)
 ]
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("cfg", CONFIGS, ids=[f"pred{c[0]}-B{c[1]}-t{c[2]}" for c in CONFIGS])
 def test_reference_and_njit_agree(seed, cfg):
     frac, boost, t = cfg
-    n, src, dst, w = small_graph(seed, zero_weights=seed == 3)
+    n, src, dst, w = small_graph(seed, weighted=seed != 4, zero_weights=seed == 3)  # seed 4: unit weights
     pred = None if frac is None else np.random.default_rng(seed + 9).random(len(w)) < frac
     r1, tier1, r2 = K.phase_rates(w, pred, boost)
     ids = np.arange(40)
@@ -49,7 +49,7 @@ def test_reference_and_njit_agree(seed, cfg):
 @pytest.mark.parametrize("cfg", CONFIGS[:4], ids=[f"pred{c[0]}-B{c[1]}-t{c[2]}" for c in CONFIGS[:4]])
 def test_cuda_kernel_under_simulator_agrees(cfg):
     frac, boost, t = cfg
-    n, src, dst, w = small_graph(5, n=8, m=16)
+    n, src, dst, w = small_graph(5, n=8, m=16, weighted=frac is not None)  # plain config: unit weights path
     pred = None if frac is None else np.random.default_rng(1).random(len(w)) < frac
     r1, tier1, r2 = K.phase_rates(w, pred, boost)
     ids = np.arange(5)
@@ -81,7 +81,7 @@ def test_radix_sort_matches_stable_argsort():
         keys = g.integers(0, 2**63, cnt, dtype=np.int64).astype(np.uint64)
         keys[: cnt // 3] = keys[0] if cnt else keys[:0]  # ties
         k, order = keys.copy(), np.arange(cnt)
-        K._radix_sort(k, order, np.empty(cnt, np.uint64), np.empty(cnt, np.int64), np.empty(256, np.int64), cnt)
+        K._radix_sort(k, order, np.empty(cnt, np.uint64), np.empty(cnt, np.int64), np.empty(2048, np.int64), cnt)
         assert np.array_equal(order, np.argsort(keys, kind="stable"))
 
 
@@ -89,12 +89,17 @@ def test_keys_preserve_the_clock_order():
     key = np.uint64(12345)
     rates = np.random.default_rng(1).uniform(0.01, 100, 2000)
     counters = np.arange(2000)
-    keys = K._keys_ref(key, counters, rates, np.zeros(2000, np.uint8))
+    keys = K._keys_ref(key, counters, rates, np.zeros(2000, np.uint8), False)
     u = ((K.rng.u64_ref(key, counters.astype(np.uint64)) >> np.uint64(11)).astype(np.int64) + 1) * 2.0**-53
     clocks = -np.log(u) / rates
     assert np.array_equal(np.argsort(keys, kind="stable"), np.argsort(clocks, kind="stable"))
-    tiered = K._keys_ref(key, counters, rates, (counters % 2).astype(np.uint8))
-    assert tiered[counters % 2 == 1].min() > tiered[counters % 2 == 0].max()  # tier 1 always after tier 0
+    # equal rates: the no-logarithm keys give the same order as the clocks
+    same = np.full(2000, 3.0)
+    fast = K._keys_ref(key, counters, same, np.zeros(2000, np.uint8), True)
+    assert np.array_equal(np.argsort(fast, kind="stable"), np.argsort(-np.log(u) / same, kind="stable"))
+    for equal, r in ((False, rates), (True, same)):
+        tiered = K._keys_ref(key, counters, r, (counters % 2).astype(np.uint8), equal)
+        assert tiered[counters % 2 == 1].min() > tiered[counters % 2 == 0].max()  # tier 1 always after tier 0
 
 
 @pytest.mark.parametrize("boost", [1.0, 4.0])

@@ -282,7 +282,7 @@ def clip_equivalence(n_cases: int = 200, seed: int = 0) -> dict:
 # %% ../../nbs/optim/01_precond.ipynb #40bb3120
 SCALE_CONFIG = {
     "fast": dict(d=10, radius=10.0, n_speed=4, n_mono=4, mono_steps=2000, n_equiv=200, gd_max_steps=200_000),
-    "full": dict(d=100, radius=20.0, n_speed=10, n_mono=12, mono_steps=20000, n_equiv=2000, gd_max_steps=2_000_000),
+    "full": dict(d=100, radius=12.0, n_speed=10, n_mono=12, mono_steps=20000, n_equiv=2000, gd_max_steps=1_000_000),
 }
 NPGD_KINDS: tuple[str, ...] = ("smooth_clip", "hard_clip", "arcsinh")
 
