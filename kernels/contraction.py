@@ -200,6 +200,7 @@ def _build(jit, u64, stream_key):
             for p in range(8):
                 counts[p * 256 + np.int64((k >> np.uint64(8 * p)) & mask8)] += 1
         in_tmp = False
+        srck, srci, dstk, dsti = keys, order, tmpk, tmpi
         for p in range(8):
             base = p * 256
             uniform = False
@@ -214,22 +215,14 @@ def _build(jit, u64, stream_key):
                 counts[base + b] = total
                 total += c
             shift = np.uint64(8 * p)
-            if in_tmp:
-                for i in range(cnt):
-                    k = tmpk[i]
-                    d = base + np.int64((k >> shift) & mask8)
-                    j = counts[d]
-                    counts[d] = j + 1
-                    keys[j] = k
-                    order[j] = tmpi[i]
-            else:
-                for i in range(cnt):
-                    k = keys[i]
-                    d = base + np.int64((k >> shift) & mask8)
-                    j = counts[d]
-                    counts[d] = j + 1
-                    tmpk[j] = k
-                    tmpi[j] = order[i]
+            for i in range(cnt):
+                k = srck[i]
+                d = base + np.int64((k >> shift) & mask8)
+                j = counts[d]
+                counts[d] = j + 1
+                dstk[j] = k
+                dsti[j] = srci[i]
+            srck, srci, dstk, dsti = dstk, dsti, srck, srci
             in_tmp = not in_tmp
         if in_tmp:
             for i in range(cnt):
@@ -249,6 +242,20 @@ def _build(jit, u64, stream_key):
             a, b = b, a
         parent[b] = a
         size[a] += size[b]
+
+    @jit
+    def kruskal(keys, order, cnt, src, dst, parent, size, comps, stop):
+        # contract the sorted edges until `stop` components remain; rate-0 edges (the largest key) never are
+        for pos in range(cnt):
+            if comps <= stop or keys[pos] == zero_key:
+                break
+            e = order[pos]
+            a = find(parent, src[e])
+            b = find(parent, dst[e])
+            if a != b:
+                union(parent, size, a, b)
+                comps -= 1
+        return comps
 
     @jit
     def equal_rates(rate, tier, cnt):
@@ -298,15 +305,7 @@ def _build(jit, u64, stream_key):
             order[e] = e
             keys[e] = edge_key(key, e, r1[e], tier1[e], eq1)
         radix_sort(keys, order, tmpk, tmpi, counts, m)
-        for pos in range(m):
-            if comps <= target1 or keys[pos] == zero_key:
-                break
-            e = order[pos]
-            a = find(parent, src[e])
-            b = find(parent, dst[e])
-            if a != b:
-                union(parent, size, a, b)
-                comps -= 1
+        comps = kruskal(keys, order, m, src, dst, parent, size, comps, target1)
         if t > 2 and comps > 2:
             cnt = 0
             for e in range(m):  # edges still crossing, in index order (the reference's tie-break)
@@ -315,15 +314,7 @@ def _build(jit, u64, stream_key):
                     keys[cnt] = edge_key(key, m + e, r2[e], 0, eq2)
                     cnt += 1
             radix_sort(keys, order, tmpk, tmpi, counts, cnt)
-            for pos in range(cnt):
-                if comps <= 2:
-                    break
-                e = order[pos]
-                a = find(parent, src[e])
-                b = find(parent, dst[e])
-                if a != b:
-                    union(parent, size, a, b)
-                    comps -= 1
+            comps = kruskal(keys, order, cnt, src, dst, parent, size, comps, 2)
         r0 = find(parent, 0)
         value = 0.0
         for e in range(m):
@@ -331,28 +322,30 @@ def _build(jit, u64, stream_key):
                 value += w[e]
         return value
 
-    return edge_key, radix_sort, find, union, equal_rates, equal_plain, trial
+    return edge_key, radix_sort, find, union, kruskal, equal_rates, equal_plain, trial
 
 
-_edge_key, _radix_sort, _find, _union, _equal_rates, _equal_plain, _trial = _build(
+_edge_key, _radix_sort, _find, _union, _kruskal, _equal_rates, _equal_plain, _trial = _build(
     njit(inline="never"), rng.u64, rng.stream_key)
-(_cuda_edge_key, _cuda_radix_sort, _cuda_find, _cuda_union, _cuda_equal_rates, _cuda_equal_plain,
+(_cuda_edge_key, _cuda_radix_sort, _cuda_find, _cuda_union, _cuda_kruskal, _cuda_equal_rates, _cuda_equal_plain,
  _cuda_trial) = _build(lambda f: cuda.jit(device=True)(f), rng.cuda_u64, rng.cuda_stream_key)
+
+
+@njit(cache=True)
+def _run_trial(n, src, dst, w, r1, tier1, r2, t, seed, trial_id):
+    "One trial with freshly allocated scratch arrays: (cut value, union-find parents)."
+    m = src.shape[0]
+    parent = np.empty(n, np.int64)
+    value = _trial(n, src, dst, w, r1, tier1, r2, t, seed, trial_id, parent, np.empty(n, np.int64),
+                   np.empty(m, np.uint64), np.empty(m, np.int64), np.empty(m, np.uint64), np.empty(m, np.int64),
+                   np.empty(2048, np.int64))
+    return value, parent
 
 
 @njit(parallel=True, cache=True)
 def _trials_njit(n, src, dst, w, r1, tier1, r2, t, seed, trial_ids, out):
-    m = src.shape[0]
     for i in prange(trial_ids.shape[0]):
-        parent = np.empty(n, np.int64)
-        size = np.empty(n, np.int64)
-        keys = np.empty(m, np.uint64)
-        order = np.empty(m, np.int64)
-        tmpk = np.empty(m, np.uint64)
-        tmpi = np.empty(m, np.int64)
-        counts = np.empty(2048, np.int64)
-        out[i] = _trial(n, src, dst, w, r1, tier1, r2, t, seed, trial_ids[i], parent, size, keys, order, tmpk,
-                        tmpi, counts)
+        out[i] = _run_trial(n, src, dst, w, r1, tier1, r2, t, seed, trial_ids[i])[0]
 
 
 def _args(n, src, dst, w, r1, tier1, r2, t, seed):
@@ -372,16 +365,7 @@ def trials_njit(n, src, dst, w, r1, tier1, r2, t, seed, trial_ids):
 
 @njit(cache=True)
 def _trial_side_njit(n, src, dst, w, r1, tier1, r2, t, seed, trial_id):
-    m = src.shape[0]
-    parent = np.empty(n, np.int64)
-    size = np.empty(n, np.int64)
-    keys = np.empty(m, np.uint64)
-    order = np.empty(m, np.int64)
-    tmpk = np.empty(m, np.uint64)
-    tmpi = np.empty(m, np.int64)
-    counts = np.empty(2048, np.int64)
-    value = _trial(n, src, dst, w, r1, tier1, r2, t, seed, trial_id, parent, size, keys, order, tmpk, tmpi,
-                   counts)
+    value, parent = _run_trial(n, src, dst, w, r1, tier1, r2, t, seed, trial_id)
     side = np.empty(n, np.bool_)
     r0 = _find(parent, 0)
     for v in range(n):
@@ -463,15 +447,7 @@ def _contract_frame(k, src, dst, wu, wp, boost, t, target, key, base):
                     keys[cnt] = _edge_key(key, base + m + e, r2[e], 0, eq2)
                 cnt += 1
         _radix_sort(keys, order, tmpk, tmpi, counts, cnt)
-        for pos in range(cnt):
-            if comps <= stop or keys[pos] == _ZERO_RATE_KEY:
-                break
-            e = order[pos]
-            a = _find(parent, src[e])
-            b = _find(parent, dst[e])
-            if a != b:
-                _union(parent, size, a, b)
-                comps -= 1
+        comps = _kruskal(keys, order, cnt, src, dst, parent, size, comps, stop)
     relabel = -np.ones(k, np.int64)
     k2 = 0
     mapping = np.empty(k, np.int64)
