@@ -258,6 +258,57 @@ def _build(jit, u64, stream_key):
         return comps
 
     @jit
+    def sorted_contract(keys, order, tmpk, tmpi, counts, cnt, src, dst, parent, size, comps, stop):
+        # Kruskal over keys[:cnt] in sorted order, sorting lazily: one stable pass distributes the keys into up to
+        # 2047 buckets by their high bits, then each bucket is sorted only when the contraction reaches it (a
+        # trial usually stops after a fraction of the edges). Same order as a full stable sort.
+        if cnt <= 4096:
+            radix_sort(keys, order, tmpk, tmpi, counts, cnt)
+            return kruskal(keys, order, cnt, src, dst, parent, size, comps, stop)
+        lo = zero_key
+        hi = np.uint64(0)
+        for i in range(cnt):
+            k = keys[i]
+            if k != zero_key:
+                if k < lo:
+                    lo = k
+                if k > hi:
+                    hi = k
+        if hi < lo:
+            return comps  # only rate-0 edges
+        shift = np.uint64(0)
+        while (hi >> shift) - (lo >> shift) >= np.uint64(2047):
+            shift += np.uint64(1)
+        base = lo >> shift
+        nb = np.int64((hi >> shift) - base) + 1  # buckets 0..nb-1; rate-0 keys go to bucket nb, never reached
+        start = counts[2048:]
+        for b in range(nb + 2):
+            start[b] = 0
+        for i in range(cnt):
+            k = keys[i]
+            b = nb if k == zero_key else np.int64((k >> shift) - base)
+            start[b + 1] += 1
+        for b in range(nb + 1):
+            start[b + 1] += start[b]
+        for i in range(cnt):  # stable scatter; afterwards start[b] is the end of bucket b
+            k = keys[i]
+            b = nb if k == zero_key else np.int64((k >> shift) - base)
+            j = start[b]
+            start[b] = j + 1
+            tmpk[j] = k
+            tmpi[j] = order[i]
+        s0 = 0
+        for b in range(nb):
+            s1 = start[b]
+            if s1 > s0:
+                radix_sort(tmpk[s0:s1], tmpi[s0:s1], keys[s0:s1], order[s0:s1], counts, s1 - s0)
+                comps = kruskal(tmpk[s0:s1], tmpi[s0:s1], s1 - s0, src, dst, parent, size, comps, stop)
+                if comps <= stop:
+                    break
+            s0 = s1
+        return comps
+
+    @jit
     def equal_rates(rate, tier, cnt):
         # all positive rates within each tier equal?
         r0 = -1.0
@@ -304,8 +355,7 @@ def _build(jit, u64, stream_key):
         for e in range(m):
             order[e] = e
             keys[e] = edge_key(key, e, r1[e], tier1[e], eq1)
-        radix_sort(keys, order, tmpk, tmpi, counts, m)
-        comps = kruskal(keys, order, m, src, dst, parent, size, comps, target1)
+        comps = sorted_contract(keys, order, tmpk, tmpi, counts, m, src, dst, parent, size, comps, target1)
         if t > 2 and comps > 2:
             cnt = 0
             for e in range(m):  # edges still crossing, in index order (the reference's tie-break)
@@ -313,22 +363,23 @@ def _build(jit, u64, stream_key):
                     order[cnt] = e
                     keys[cnt] = edge_key(key, m + e, r2[e], 0, eq2)
                     cnt += 1
-            radix_sort(keys, order, tmpk, tmpi, counts, cnt)
-            comps = kruskal(keys, order, cnt, src, dst, parent, size, comps, 2)
+            comps = sorted_contract(keys, order, tmpk, tmpi, counts, cnt, src, dst, parent, size, comps, 2)
         r0 = find(parent, 0)
+        for v in range(n):  # `size` is free now: reuse it as the side mask (1: node 0's side)
+            size[v] = 1 if find(parent, v) == r0 else 0
         value = 0.0
         for e in range(m):
-            if (find(parent, src[e]) == r0) != (find(parent, dst[e]) == r0):
+            if size[src[e]] != size[dst[e]]:
                 value += w[e]
         return value
 
-    return edge_key, radix_sort, find, union, kruskal, equal_rates, equal_plain, trial
+    return edge_key, radix_sort, find, union, kruskal, sorted_contract, equal_rates, equal_plain, trial
 
 
-_edge_key, _radix_sort, _find, _union, _kruskal, _equal_rates, _equal_plain, _trial = _build(
-    njit(inline="never"), rng.u64, rng.stream_key)
-(_cuda_edge_key, _cuda_radix_sort, _cuda_find, _cuda_union, _cuda_kruskal, _cuda_equal_rates, _cuda_equal_plain,
- _cuda_trial) = _build(lambda f: cuda.jit(device=True)(f), rng.cuda_u64, rng.cuda_stream_key)
+(_edge_key, _radix_sort, _find, _union, _kruskal, _sorted_contract, _equal_rates, _equal_plain,
+ _trial) = _build(njit(inline="never"), rng.u64, rng.stream_key)
+(_cuda_edge_key, _cuda_radix_sort, _cuda_find, _cuda_union, _cuda_kruskal, _cuda_sorted_contract, _cuda_equal_rates,
+ _cuda_equal_plain, _cuda_trial) = _build(lambda f: cuda.jit(device=True)(f), rng.cuda_u64, rng.cuda_stream_key)
 
 
 @njit(cache=True)
@@ -338,7 +389,7 @@ def _run_trial(n, src, dst, w, r1, tier1, r2, t, seed, trial_id):
     parent = np.empty(n, np.int64)
     value = _trial(n, src, dst, w, r1, tier1, r2, t, seed, trial_id, parent, np.empty(n, np.int64),
                    np.empty(m, np.uint64), np.empty(m, np.int64), np.empty(m, np.uint64), np.empty(m, np.int64),
-                   np.empty(2048, np.int64))
+                   np.empty(4096, np.int64))
     return value, parent
 
 
@@ -395,7 +446,7 @@ def trials_cuda(n, src, dst, w, r1, tier1, r2, t, seed, trial_ids, threads_per_b
     scratch = [cuda.device_array((k, int(n)), np.int64), cuda.device_array((k, int(n)), np.int64),
                cuda.device_array((k, max(m, 1)), np.uint64), cuda.device_array((k, max(m, 1)), np.int64),
                cuda.device_array((k, max(m, 1)), np.uint64), cuda.device_array((k, max(m, 1)), np.int64),
-               cuda.device_array((k, 2048), np.int64)]
+               cuda.device_array((k, 4096), np.int64)]
     out = cuda.device_array(k, np.float64)
     blocks = max(1, (k + threads_per_block - 1) // threads_per_block)
     dev = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in args]

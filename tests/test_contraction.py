@@ -175,3 +175,20 @@ def test_tuple_input_and_bad_input():
         min_cut((3, np.array([0, 1]), np.array([1, 2]), np.array([1.0, np.nan])))
     with pytest.raises(ValueError, match="one entry per edge"):
         min_cut(nx.path_graph(4), predictions=np.array([True]))
+
+
+@pytest.mark.parametrize("kind", ["plain", "weighted", "tiers", "boost", "two-phase"])
+def test_lazy_bucket_sort_path_agrees_with_reference(kind):
+    # more than 4096 edges: the trial distributes keys into buckets and sorts them lazily
+    src, dst, w = K.planted_cut_edges(700, avg_degree=16, crossing=5, seed=2)
+    assert len(src) > 4096
+    if kind == "weighted":
+        w = np.random.default_rng(0).integers(1, 9, len(w)).astype(float)
+    pred = (src < 350) != (dst < 350)
+    pred[::50] = True
+    boost, t, p = {"plain": (1.0, 2, None), "weighted": (1.0, 2, None), "tiers": (math.inf, 2, pred),
+                   "boost": (7.0, 2, pred), "two-phase": (math.inf, 40, pred)}[kind]
+    r1, tier1, r2 = K.phase_rates(w, p, boost)
+    ids = np.arange(6)
+    assert np.array_equal(K.trials_ref(700, src, dst, w, r1, tier1, r2, t, 4, ids),
+                          K.trials_njit(700, src, dst, w, r1, tier1, r2, t, 4, ids))
