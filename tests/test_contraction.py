@@ -59,6 +59,7 @@ def test_cuda_kernel_under_simulator_agrees(cfg):
     assert np.array_equal(got, K.trials_ref(n, src, dst, w, r1, tier1, r2, t, 3, ids))
 
 
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs a pool of at least 2 numba threads")
 def test_same_cuts_whatever_the_thread_count():
     G = ring_of_cliques(8, 6)
     src, dst = np.array([e[0] for e in G.edges]), np.array([e[1] for e in G.edges])
@@ -192,3 +193,95 @@ def test_lazy_bucket_sort_path_agrees_with_reference(kind):
     ids = np.arange(6)
     assert np.array_equal(K.trials_ref(700, src, dst, w, r1, tier1, r2, t, 4, ids),
                           K.trials_njit(700, src, dst, w, r1, tier1, r2, t, 4, ids))
+
+
+def test_reference_keys_are_bit_identical_to_the_kernel_keys():
+    rates = np.random.default_rng(5).uniform(1e-3, 1e3, 20000)
+    tiers = (np.arange(20000) % 3 == 0).astype(np.uint8)
+    key = np.uint64(77)
+    ref = K._keys_ref(key, np.arange(20000), rates, tiers, False)
+
+    @numba.njit
+    def kernel_keys(key, rates, tiers):
+        out = np.empty(rates.shape[0], np.uint64)
+        for e in range(rates.shape[0]):
+            out[e] = K._edge_key(key, e, rates[e], tiers[e], False)
+        return out
+
+    assert np.array_equal(ref, kernel_keys(key, rates, tiers))
+
+
+def _exact_two_phase_probs(n, edges, r1, tier1, r2, t):
+    "Probability of each final 2-partition (as a frozenset of node 0's side) under the two-phase process, by recursion."
+    from functools import lru_cache
+
+    def rates_now(k, e):
+        return (r1[e], tier1[e]) if k > t else (r2[e], 0)
+
+    @lru_cache(maxsize=None)
+    def go(labels):
+        k = len(set(labels))
+        if k <= 2:
+            return {frozenset(v for v in range(n) if labels[v] == labels[0]): 1.0}
+        crossing = [e for e, (a, b) in enumerate(edges) if labels[a] != labels[b]]
+        live = [(e, *rates_now(k, e)) for e in crossing if rates_now(k, e)[0] > 0]
+        if not live:
+            return {frozenset(v for v in range(n) if labels[v] == labels[0]): 1.0}
+        top = min(tier for _, _, tier in live)  # infinite boost: the lower tier always rings first
+        live = [(e, r) for e, r, tier in live if tier == top]
+        total = sum(r for _, r in live)
+        out = {}
+        for e, r in live:
+            a, b = edges[e]
+            la, lb = labels[a], labels[b]
+            nxt = tuple(la if x == lb else x for x in labels)
+            for side, p in go(nxt).items():
+                out[side] = out.get(side, 0.0) + p * r / total
+        return out
+
+    return go(tuple(range(n)))
+
+
+@pytest.mark.parametrize("boost,t", [(math.inf, 2), (math.inf, 3), (4.0, 3), (4.0, 4), (1.0, 2)])
+def test_two_phase_trials_match_the_exactly_enumerated_process(boost, t):
+    edges = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0), (0, 2), (1, 3), (2, 4)]
+    src, dst = np.array([a for a, _ in edges]), np.array([b for _, b in edges])
+    w = np.array([1.0, 2.0, 1.0, 3.0, 1.0, 2.0, 1.0, 2.0])
+    pred = np.array([True, False, True, False, False, False, True, False])
+    r1, tier1, r2 = K.phase_rates(w, pred if boost != 1.0 else None, boost)
+    probs = _exact_two_phase_probs(5, edges, r1, tier1, r2, t)
+    N = 20000
+    counts = {}  # replay trials one by one for their sides (several partitions can share a cut value)
+    for i in range(N):
+        side = frozenset(np.nonzero(K.trial_side_njit(5, src, dst, w, r1, tier1, r2, t, 1, i)[1])[0].tolist())
+        counts[side] = counts.get(side, 0) + 1
+    assert set(counts) <= set(probs)
+    keys = sorted(probs, key=sorted)
+    expected = np.array([probs[k] for k in keys]) * N
+    observed = np.array([counts.get(k, 0) for k in keys])
+    keep = expected > 5
+    assert stats.chisquare(observed[keep], expected[keep] * observed[keep].sum() / expected[keep].sum()).pvalue > 1e-3
+
+
+def test_boosted_karger_stein_finds_the_minimum_with_predictions():
+    g = np.random.default_rng(8)
+    for seed in range(8):
+        n, src, dst, w = small_graph(seed, n=12, m=36)
+        G = nx.Graph()
+        G.add_nodes_from(range(n))
+        for a, b, x in zip(src, dst, w):
+            G.add_edge(int(a), int(b), weight=G.get_edge_data(a, b, {"weight": 0})["weight"] + x)
+        if not nx.is_connected(G):
+            continue
+        exact, (sa, _) = nx.stoer_wagner(G)
+        es = np.array([e[0] for e in G.edges]); ed = np.array([e[1] for e in G.edges])
+        ew = np.array([G.edges[e]["weight"] for e in G.edges], float)
+        inside = np.isin(es, list(sa)) != np.isin(ed, list(sa))
+        noisy = inside ^ (g.random(len(ew)) < 0.2)
+        for pred, boost, t in [(inside, math.inf, 2), (noisy, math.inf, 4), (noisy, 3.0, 3)]:
+            vals = K.karger_stein_njit(n, es, ed, ew, predicted=pred, boost=boost, t=t, seed=seed,
+                                       run_ids=np.arange(20))
+            assert vals.min() == exact and np.all(vals >= exact)
+        perfect = K.karger_stein_njit(n, es, ed, ew, predicted=inside, boost=math.inf, t=2, seed=seed,
+                                      run_ids=np.arange(20))
+        assert np.all(perfect == exact)  # perfect predictions: every run finds it
