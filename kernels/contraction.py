@@ -24,8 +24,9 @@ Inputs shared by all implementations (m edges, n nodes):
 * ``r2`` float64 phase-2 rates (the weights), ``t`` the switch size (``t <= 2``: one phase),
 * ``seed`` and a trial id: trial ``i`` draws from stream ``(seed, i)`` of ``icml25nb.kernels.rng``.
 
-``phase_rates`` builds ``r1, tier1, r2`` from weights, a prediction mask and a boost. ``karger_stein`` is the
-recursive (branching) contraction on an explicit stack, CPU only.
+``phase_rates`` builds ``r1, tier1, r2`` from weights, a prediction mask and a boost. ``karger_stein_njit`` is the
+recursive (branching) contraction on an explicit stack, CPU only: sparse frames contract by sorted clocks, frames of
+at most ``DENSE_K`` supernodes recurse on dense matrices with Karger's row-then-column sampling.
 """
 from __future__ import annotations
 
@@ -573,6 +574,174 @@ def _best_small_cut(k, src, dst, wu, wp):
     return best, side
 
 
+DENSE_K = 96  # Karger-Stein frames with at most this many supernodes recurse on dense matrices
+
+
+@njit(cache=True)
+def _dense_contract(U, P, k, target, boost, t, key, counter, amap):
+    """Contract the dense frame held in U[:k, :k], P[:k, :k] (unpredicted / predicted weights, symmetric, zero
+    diagonal) in place to `target` supernodes by Karger's matrix method: a row with probability proportional to its
+    rate sum, then a column proportional to the entry, which picks an edge with probability proportional to its rate.
+    Boosted rates while more than t supernodes remain. A merged-away index is filled by the last one; `amap` (entry
+    index -> current index) follows. Returns (k, counter); k stays above target if no crossing edge has a rate."""
+    DU = np.empty(k)
+    DP = np.empty(k)
+    for i in range(k):
+        su = 0.0
+        sp = 0.0
+        for j in range(k):
+            su += U[i, j]
+            sp += P[i, j]
+        DU[i] = su
+        DP[i] = sp
+    inf_boost = math.isinf(boost)
+    while k > target:
+        # rate of entry (U, P): mode 0: U (tier 0), 1: P (tier 1), 2: boost*U + P, 3: U + P
+        if k > t:
+            if inf_boost:
+                tot = 0.0
+                for i in range(k):
+                    tot += DU[i]
+                mode = 0 if tot > 0 else 1
+            else:
+                mode = 2
+        else:
+            mode = 3
+        total = 0.0
+        for i in range(k):
+            total += (DU[i] if mode == 0 else DP[i] if mode == 1 else boost * DU[i] + DP[i] if mode == 2
+                      else DU[i] + DP[i])
+        if not (total > 0.0):
+            break
+        x = rng.uniform(key, counter) * total
+        counter += np.uint64(1)
+        i = 0
+        acc = 0.0
+        for r in range(k):
+            acc += (DU[r] if mode == 0 else DP[r] if mode == 1 else boost * DU[r] + DP[r] if mode == 2
+                    else DU[r] + DP[r])
+            i = r
+            if acc > x:
+                break
+        rowtot = (DU[i] if mode == 0 else DP[i] if mode == 1 else boost * DU[i] + DP[i] if mode == 2
+                  else DU[i] + DP[i])
+        x = rng.uniform(key, counter) * rowtot
+        counter += np.uint64(1)
+        j = -1
+        acc = 0.0
+        for c in range(k):
+            wgt = (U[i, c] if mode == 0 else P[i, c] if mode == 1 else boost * U[i, c] + P[i, c] if mode == 2
+                   else U[i, c] + P[i, c])
+            if wgt > 0.0:
+                j = c
+                acc += wgt
+                if acc > x:
+                    break
+        if j < 0 or j == i:
+            break  # numerically empty row: nothing left to contract here
+        # merge j into i
+        for c in range(k):
+            U[i, c] += U[j, c]
+            P[i, c] += P[j, c]
+        U[i, i] = 0.0
+        P[i, i] = 0.0
+        U[i, j] = 0.0
+        P[i, j] = 0.0
+        for c in range(k):
+            U[c, i] = U[i, c]
+            P[c, i] = P[i, c]
+        su = 0.0
+        sp = 0.0
+        for c in range(k):
+            su += U[i, c]
+            sp += P[i, c]
+        DU[i] = su
+        DP[i] = sp
+        for e in range(amap.shape[0]):
+            if amap[e] == j:
+                amap[e] = i
+        # fill slot j with the last supernode
+        last = k - 1
+        if j != last:
+            for c in range(k):
+                U[j, c] = U[last, c]
+                P[j, c] = P[last, c]
+            for c in range(k):
+                U[c, j] = U[j, c]
+                P[c, j] = P[j, c]
+            U[j, j] = 0.0
+            P[j, j] = 0.0
+            DU[j] = DU[last]
+            DP[j] = DP[last]
+            for e in range(amap.shape[0]):
+                if amap[e] == last:
+                    amap[e] = j
+        for c in range(k):  # the removed column no longer counts
+            U[last, c] = 0.0
+            P[last, c] = 0.0
+            U[c, last] = 0.0
+            P[c, last] = 0.0
+        k -= 1
+    return k, counter
+
+
+@njit(cache=True)
+def _dense_small_cut(k, U, P):
+    "Exact minimum cut of a dense frame with k <= 6 supernodes: (value, side of supernodes)."
+    best, best_mask = math.inf, 1
+    for mask in range(1, 1 << (k - 1)):
+        val = 0.0
+        for a in range(k):
+            for b in range(a + 1, k):
+                if ((mask >> a) & 1) != ((mask >> b) & 1):
+                    val += U[a, b] + P[a, b]
+        if val < best:
+            best, best_mask = val, mask
+    side = np.empty(k, np.bool_)
+    for v in range(k):
+        side[v] = ((best_mask >> v) & 1) == 1
+    return best, side
+
+
+@njit(cache=True)
+def _dense_subtree(k0, s, d, u, p, boost, t, key, counter):
+    "Karger-Stein below a frame of k0 <= DENSE_K supernodes, on dense matrices: (best value, side over the k0, counter)."
+    U = np.zeros((k0, k0))
+    P = np.zeros((k0, k0))
+    for e in range(s.shape[0]):
+        a, b = s[e], d[e]
+        U[a, b] += u[e]
+        U[b, a] += u[e]
+        P[a, b] += p[e]
+        P[b, a] += p[e]
+    best, best_sub = math.inf, np.zeros(k0, np.bool_)
+    stack = [(np.int64(k0), U, P, np.arange(k0))]
+    while len(stack) > 0:
+        kk, Uf, Pf, amap = stack.pop()
+        if kk <= 6:
+            val, sub = _dense_small_cut(kk, Uf, Pf) if kk >= 2 else (0.0, np.ones(kk, np.bool_))
+            if val < best:
+                best = val
+                for e in range(k0):
+                    best_sub[e] = sub[amap[e]]
+            continue
+        target = int(math.ceil(1.0 + kk / math.sqrt(2.0)))
+        for rep in range(2):
+            U2 = Uf.copy()
+            P2 = Pf.copy()
+            amap2 = amap.copy()
+            k2, counter = _dense_contract(U2, P2, kk, target, boost, t, key, counter, amap2)
+            if k2 > target:  # no crossing edge has a rate: this frame splits at cost 0, nothing can beat that
+                if 0.0 < best:
+                    best = 0.0
+                    r0 = amap2[0]
+                    for e in range(k0):
+                        best_sub[e] = amap2[e] == r0
+                return best, best_sub, counter
+            stack.append((np.int64(k2), U2[:k2, :k2].copy(), P2[:k2, :k2].copy(), amap2))
+    return best, best_sub, counter
+
+
 @njit(cache=True)
 def _karger_stein_one(n, src, dst, wu, wp, boost, t, seed, run):
     "One Karger-Stein run (a whole recursion tree): (best value, side over the original nodes)."
@@ -582,6 +751,13 @@ def _karger_stein_one(n, src, dst, wu, wp, boost, t, seed, run):
     stack = [(np.int64(n), src, dst, wu, wp, np.arange(n))]
     while len(stack) > 0:
         k, s, d, u, p, label = stack.pop()
+        if k <= DENSE_K and s.shape[0] > 0:
+            val, sub, base = _dense_subtree(k, s, d, u, p, boost, t, key, base)
+            if val < best:
+                best = val
+                for v in range(n):
+                    best_side[v] = sub[label[v]]
+            continue
         if k <= 6 or s.shape[0] == 0:
             if k >= 2 and s.shape[0] > 0:
                 val, sub = _best_small_cut(k, s, d, u, p)

@@ -285,3 +285,20 @@ def test_boosted_karger_stein_finds_the_minimum_with_predictions():
         perfect = K.karger_stein_njit(n, es, ed, ew, predicted=inside, boost=math.inf, t=2, seed=seed,
                                       run_ids=np.arange(20))
         assert np.all(perfect == exact)  # perfect predictions: every run finds it
+
+
+def test_karger_stein_sparse_frames_above_the_dense_threshold():
+    # n = 160 > DENSE_K: the top of the recursion runs on sparse frames, the rest on dense matrices
+    assert K.DENSE_K < 160
+    G = ring_of_cliques(16, 10)
+    src, dst = np.array([e[0] for e in G.edges]), np.array([e[1] for e in G.edges])
+    w = np.ones(len(src))
+    exact = nx.stoer_wagner(G)[0]
+    vals = K.karger_stein_njit(160, src, dst, w, run_ids=np.arange(12))
+    assert vals.min() == exact and np.all(vals >= exact)
+    v, side = K.karger_stein_njit(160, src, dst, w, side_of=int(np.argmin(vals)))
+    assert v == exact == K.cut_value(src, dst, w, side) and side[0]
+    _, (a, _) = nx.stoer_wagner(G)
+    inside = np.isin(src, list(a)) != np.isin(dst, list(a))
+    boosted = K.karger_stein_njit(160, src, dst, w, predicted=inside, boost=math.inf, t=2, run_ids=np.arange(6))
+    assert np.all(boosted == exact)
