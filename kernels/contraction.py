@@ -704,20 +704,40 @@ def _dense_small_cut(k, U, P):
 
 
 @njit(cache=True)
-def _dense_subtree(k0, s, d, u, p, boost, t, key, counter):
-    "Karger-Stein below a frame of k0 <= DENSE_K supernodes, on dense matrices: (best value, side over the k0, counter)."
-    U = np.zeros((k0, k0))
-    P = np.zeros((k0, k0))
+def _dense_levels(k0):
+    "Number of contraction levels from k0 supernodes down to at most 6."
+    levels = 0
+    k = k0
+    while k > 6:
+        k = int(math.ceil(1.0 + k / math.sqrt(2.0)))
+        levels += 1
+    return levels
+
+
+@njit(cache=True)
+def _dense_subtree(k0, s, d, u, p, boost, t, key, counter, WU, WP, AM):
+    """Karger-Stein below a frame of k0 <= DENSE_K supernodes, on dense matrices: (best value, side over the k0,
+    counter). WU, WP (levels+1, 2, K, K) and AM (levels+1, 2, K) are reused workspaces: the frame at level l, branch r
+    lives in slot (l, r); a depth-first order never overwrites a slot that is still waiting on the stack."""
+    U = WU[0, 0]
+    P = WP[0, 0]
+    for a in range(k0):
+        for b in range(k0):
+            U[a, b] = 0.0
+            P[a, b] = 0.0
     for e in range(s.shape[0]):
         a, b = s[e], d[e]
         U[a, b] += u[e]
         U[b, a] += u[e]
         P[a, b] += p[e]
         P[b, a] += p[e]
+    for e in range(k0):
+        AM[0, 0, e] = e
     best, best_sub = math.inf, np.zeros(k0, np.bool_)
-    stack = [(np.int64(k0), U, P, np.arange(k0))]
+    stack = [(0, 0, k0)]
     while len(stack) > 0:
-        kk, Uf, Pf, amap = stack.pop()
+        lv, rp, kk = stack.pop()
+        Uf, Pf, amap = WU[lv, rp], WP[lv, rp], AM[lv, rp]
         if kk <= 6:
             val, sub = _dense_small_cut(kk, Uf, Pf) if kk >= 2 else (0.0, np.ones(kk, np.bool_))
             if val < best:
@@ -727,9 +747,13 @@ def _dense_subtree(k0, s, d, u, p, boost, t, key, counter):
             continue
         target = int(math.ceil(1.0 + kk / math.sqrt(2.0)))
         for rep in range(2):
-            U2 = Uf.copy()
-            P2 = Pf.copy()
-            amap2 = amap.copy()
+            U2, P2, amap2 = WU[lv + 1, rep], WP[lv + 1, rep], AM[lv + 1, rep]
+            for a in range(kk):
+                for b in range(kk):
+                    U2[a, b] = Uf[a, b]
+                    P2[a, b] = Pf[a, b]
+            for e in range(k0):
+                amap2[e] = amap[e]
             k2, counter = _dense_contract(U2, P2, kk, target, boost, t, key, counter, amap2)
             if k2 > target:  # no crossing edge has a rate: this frame splits at cost 0, nothing can beat that
                 if 0.0 < best:
@@ -738,7 +762,7 @@ def _dense_subtree(k0, s, d, u, p, boost, t, key, counter):
                     for e in range(k0):
                         best_sub[e] = amap2[e] == r0
                 return best, best_sub, counter
-            stack.append((np.int64(k2), U2[:k2, :k2].copy(), P2[:k2, :k2].copy(), amap2))
+            stack.append((lv + 1, rep, k2))
     return best, best_sub, counter
 
 
@@ -748,11 +772,15 @@ def _karger_stein_one(n, src, dst, wu, wp, boost, t, seed, run):
     key = rng.stream_key(seed, run)
     base = np.uint64(0)
     best, best_side = math.inf, np.zeros(n, np.bool_)
+    levels = _dense_levels(DENSE_K)
+    WU = np.empty((levels + 1, 2, DENSE_K, DENSE_K))  # dense workspaces, reused by every dense subtree of the run
+    WP = np.empty((levels + 1, 2, DENSE_K, DENSE_K))
+    AM = np.empty((levels + 1, 2, DENSE_K), np.int64)
     stack = [(np.int64(n), src, dst, wu, wp, np.arange(n))]
     while len(stack) > 0:
         k, s, d, u, p, label = stack.pop()
         if k <= DENSE_K and s.shape[0] > 0:
-            val, sub, base = _dense_subtree(k, s, d, u, p, boost, t, key, base)
+            val, sub, base = _dense_subtree(k, s, d, u, p, boost, t, key, base, WU, WP, AM)
             if val < best:
                 best = val
                 for v in range(n):
