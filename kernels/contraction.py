@@ -940,7 +940,7 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
             "njit, 1 run (Karger-Stein)"]
     ratios["njit vs reference, 1 trial"] = rows["reference, 1 trial"] / rows["njit, 1 trial"]
     # does a budget of 64 trials find the exact minimum on fresh graphs of this size?
-    seeds = 20 if n <= 2000 else 2  # at n = 20000 each exact check takes minutes
+    seeds = 20 if n <= 2000 else 0  # at n = 20000 one exact solve takes minutes: only the graph above is compared
     hits = 0
     for s in range(seeds):
         a, b, ww = planted_cut_edges(n, seed=100 + s)
@@ -948,4 +948,4 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
         hits += trials_njit(n, a, b, ww, r1s, t1s, r2s, 2, s, np.arange(64)).min() == _exact_value(n, a, b)
     return {"kernel": "contraction", "task": f"planted-cut graph n={n}, m={len(src)}", "seconds": rows,
             "reference": "reference, 1 trial", "values": values, "ratios": ratios,
-            "exact_with_64_trials": f"{hits}/{seeds} graphs"}
+            "exact_with_64_trials": f"{hits}/{seeds} graphs" if seeds else "not checked at this size"}
