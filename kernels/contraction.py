@@ -557,24 +557,18 @@ def _merge_edges(k2, mapping, src, dst, wu, wp):
     return s2[: j + 1], d2[: j + 1], u2[: j + 1], p2[: j + 1]
 
 
-@njit(cache=True)
-def _best_small_cut(k, src, dst, wu, wp):
-    "Exact minimum cut of a frame with k <= 6 supernodes by enumeration: (value, side of supernodes)."
-    best, best_mask = math.inf, 1
-    for mask in range(1, 1 << (k - 1)):  # supernode k-1 stays on side 0
-        val = 0.0
-        for e in range(src.shape[0]):
-            if ((mask >> src[e]) & 1) != ((mask >> dst[e]) & 1):
-                val += wu[e] + wp[e]
-        if val < best:
-            best, best_mask = val, mask
-    side = np.empty(k, np.bool_)
-    for v in range(k):
-        side[v] = ((best_mask >> v) & 1) == 1
-    return best, side
-
-
 DENSE_K = 96  # Karger-Stein frames with at most this many supernodes recurse on dense matrices
+
+
+@njit(cache=True)
+def _row_sums(U, P, i, k):
+    "Sums of row i of U[:k, :k] and P[:k, :k]."
+    su = 0.0
+    sp = 0.0
+    for c in range(k):
+        su += U[i, c]
+        sp += P[i, c]
+    return su, sp
 
 
 @njit(cache=True)
@@ -587,13 +581,7 @@ def _dense_contract(U, P, k, target, boost, t, key, counter, amap):
     DU = np.empty(k)
     DP = np.empty(k)
     for i in range(k):
-        su = 0.0
-        sp = 0.0
-        for j in range(k):
-            su += U[i, j]
-            sp += P[i, j]
-        DU[i] = su
-        DP[i] = sp
+        DU[i], DP[i] = _row_sums(U, P, i, k)
     inf_boost = math.isinf(boost)
     while k > target:
         # rate of entry (U, P): mode 0: U (tier 0), 1: P (tier 1), 2: boost*U + P, 3: U + P
@@ -650,13 +638,7 @@ def _dense_contract(U, P, k, target, boost, t, key, counter, amap):
         for c in range(k):
             U[c, i] = U[i, c]
             P[c, i] = P[i, c]
-        su = 0.0
-        sp = 0.0
-        for c in range(k):
-            su += U[i, c]
-            sp += P[i, c]
-        DU[i] = su
-        DP[i] = sp
+        DU[i], DP[i] = _row_sums(U, P, i, k)
         for e in range(amap.shape[0]):
             if amap[e] == j:
                 amap[e] = i
@@ -704,12 +686,18 @@ def _dense_small_cut(k, U, P):
 
 
 @njit(cache=True)
+def _ks_target(k):
+    "Karger-Stein's contraction target for a frame of k supernodes: ceil(1 + k / sqrt 2)."
+    return int(math.ceil(1.0 + k / math.sqrt(2.0)))
+
+
+@njit(cache=True)
 def _dense_levels(k0):
     "Number of contraction levels from k0 supernodes down to at most 6."
     levels = 0
     k = k0
     while k > 6:
-        k = int(math.ceil(1.0 + k / math.sqrt(2.0)))
+        k = _ks_target(k)
         levels += 1
     return levels
 
@@ -745,7 +733,7 @@ def _dense_subtree(k0, s, d, u, p, boost, t, key, counter, WU, WP, AM):
                 for e in range(k0):
                     best_sub[e] = sub[amap[e]]
             continue
-        target = int(math.ceil(1.0 + kk / math.sqrt(2.0)))
+        target = _ks_target(kk)
         for rep in range(2):
             U2, P2, amap2 = WU[lv + 1, rep], WP[lv + 1, rep], AM[lv + 1, rep]
             for a in range(kk):
@@ -779,30 +767,22 @@ def _karger_stein_one(n, src, dst, wu, wp, boost, t, seed, run):
     stack = [(np.int64(n), src, dst, wu, wp, np.arange(n))]
     while len(stack) > 0:
         k, s, d, u, p, label = stack.pop()
-        if k <= DENSE_K and s.shape[0] > 0:
-            val, sub, base = _dense_subtree(k, s, d, u, p, boost, t, key, base, WU, WP, AM)
-            if val < best:
-                best = val
-                for v in range(n):
-                    best_side[v] = sub[label[v]]
-            continue
-        if k <= 6 or s.shape[0] == 0:
-            if k >= 2 and s.shape[0] > 0:
-                val, sub = _best_small_cut(k, s, d, u, p)
-            else:  # no edge left between supernodes: node 0's supernode against the rest costs 0
+        if k <= DENSE_K or s.shape[0] == 0:  # this frame's subtree is solved here
+            if s.shape[0] == 0:  # no edge left between supernodes: node 0's supernode against the rest costs 0
                 val, sub = 0.0, np.zeros(k, np.bool_)
                 sub[label[0]] = True
+            else:
+                val, sub, base = _dense_subtree(k, s, d, u, p, boost, t, key, base, WU, WP, AM)
             if val < best:
                 best = val
                 for v in range(n):
                     best_side[v] = sub[label[v]]
             continue
-        target = int(math.ceil(1.0 + k / math.sqrt(2.0)))
+        target = _ks_target(k)
         for rep in range(2):
             k2, mapping = _contract_frame(k, s, d, u, p, boost, t, target, key, base)
             base += np.uint64(2 * s.shape[0])
-            if k2 == k:  # nothing contractible: only zero-weight edges cross, so this frame has a 0 cut
-                k2, mapping = k, np.arange(k)
+            # k2 == k: nothing contractible (only zero-weight edges cross); the mapping is then the identity
             s2, d2, u2, p2 = _merge_edges(k2, mapping, s, d, u, p)
             if k2 == k and u2.sum() + p2.sum() == 0.0:
                 s2 = s2[:0]

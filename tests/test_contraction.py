@@ -23,6 +23,19 @@ def small_graph(seed, n=12, m=30, weighted=True, zero_weights=False):
     return n, src, dst, w
 
 
+def simple_graph(seed, n, m):
+    "small_graph merged into a simple networkx graph (parallel weights summed), and its edge arrays in G.edges order."
+    n, src, dst, w = small_graph(seed, n=n, m=m)
+    G = nx.Graph()
+    G.add_nodes_from(range(n))
+    for a, b, x in zip(src, dst, w):
+        G.add_edge(int(a), int(b), weight=G.get_edge_data(a, b, {"weight": 0})["weight"] + x)
+    es = np.array([e[0] for e in G.edges])
+    ed = np.array([e[1] for e in G.edges])
+    ew = np.array([G.edges[e]["weight"] for e in G.edges], float)
+    return G, es, ed, ew
+
+
 CONFIGS = [  # (predicted fraction, boost, t)
     (None, 1.0, 2), (0.3, math.inf, 2), (0.3, math.inf, 4), (0.3, 5.0, 3), (0.6, math.inf, 6),
 ]
@@ -136,14 +149,9 @@ def test_long_chain_union_find_does_not_crash():
 
 def test_karger_stein_matches_stoer_wagner_and_its_side():
     for seed in range(15):
-        n, src, dst, w = small_graph(seed, n=14, m=40)
-        G = nx.Graph()
-        G.add_nodes_from(range(n))
-        for a, b, x in zip(src, dst, w):
-            G.add_edge(int(a), int(b), weight=G.get_edge_data(a, b, {"weight": 0})["weight"] + x)
+        G, el_src, el_dst, el_w = simple_graph(seed, n=14, m=40)
+        n = G.number_of_nodes()
         exact = nx.stoer_wagner(G)[0] if nx.is_connected(G) else 0.0
-        el_src = np.array([e[0] for e in G.edges]); el_dst = np.array([e[1] for e in G.edges])
-        el_w = np.array([G.edges[e]["weight"] for e in G.edges], float)
         vals = K.karger_stein_njit(n, el_src, el_dst, el_w, run_ids=np.arange(30))
         assert vals.min() == exact and np.all(vals >= exact)
         v, side = K.karger_stein_njit(n, el_src, el_dst, el_w, side_of=int(np.argmin(vals)))
@@ -266,16 +274,11 @@ def test_two_phase_trials_match_the_exactly_enumerated_process(boost, t):
 def test_boosted_karger_stein_finds_the_minimum_with_predictions():
     g = np.random.default_rng(8)
     for seed in range(8):
-        n, src, dst, w = small_graph(seed, n=12, m=36)
-        G = nx.Graph()
-        G.add_nodes_from(range(n))
-        for a, b, x in zip(src, dst, w):
-            G.add_edge(int(a), int(b), weight=G.get_edge_data(a, b, {"weight": 0})["weight"] + x)
+        G, es, ed, ew = simple_graph(seed, n=12, m=36)
+        n = G.number_of_nodes()
         if not nx.is_connected(G):
             continue
         exact, (sa, _) = nx.stoer_wagner(G)
-        es = np.array([e[0] for e in G.edges]); ed = np.array([e[1] for e in G.edges])
-        ew = np.array([G.edges[e]["weight"] for e in G.edges], float)
         inside = np.isin(es, list(sa)) != np.isin(ed, list(sa))
         noisy = inside ^ (g.random(len(ew)) < 0.2)
         for pred, boost, t in [(inside, math.inf, 2), (noisy, math.inf, 4), (noisy, 3.0, 3)]:
