@@ -6,4 +6,5 @@ One module per loop. Each has a NumPy reference, an `@njit` CPU kernel and a
 `icml25nb bench` discovers.
 
 - `rng`: counter-based splitmix64 random streams for `@njit` and `@cuda.jit` code.
+- `mnl`: MNL bandit confidence updates (OFU-MNL++): optimistic scores, Woodbury step with H-norm projection.
 """
