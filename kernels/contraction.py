@@ -34,6 +34,7 @@ import math
 import time
 
 import numpy as np
+from icml25nb.kernels._bench import best_time as _best_time
 from numba import cuda, njit, prange
 
 from . import rng
@@ -821,19 +822,6 @@ def karger_stein_njit(n, src, dst, w, predicted=None, boost=math.inf, t=2, seed=
 
 # --- Benchmark ----------------------------------------------------------------------------------------------
 
-def _best_time(fn, repeat):
-    "Best of `repeat` timed calls after a warm-up call; repeat=0 times a single cold call (for slow baselines)."
-    if repeat == 0:
-        t0 = time.perf_counter()
-        fn()
-        return time.perf_counter() - t0
-    fn()
-    best = math.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def planted_cut_edges(n: int, avg_degree: float = 20.0, crossing: int = 4, seed: int = 0):

@@ -49,6 +49,7 @@ import time
 
 import numba
 import numpy as np
+from icml25nb.kernels._bench import best_time as _best_time
 from numba import cuda, float64, njit, prange
 
 __all__ = [
@@ -964,15 +965,6 @@ def _contexts(gen, R, N, d):
     return x
 
 
-def _best_time(fn, repeat: int) -> float:
-    "Best wall time of `repeat` calls of `fn` (after one warm-up call)."
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def _run_rounds(round_fn, Xs, theta_star, u, K, beta, eta, B, lam, norms=None):

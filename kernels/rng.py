@@ -19,9 +19,9 @@ Three implementations with one meaning:
 """
 from __future__ import annotations
 
-import time
 
 import numpy as np
+from icml25nb.kernels._bench import best_time as _best_time
 from numba import cuda, njit, prange
 
 __all__ = [
@@ -176,15 +176,6 @@ def uniform_fill_cuda(seed: int, n_streams: int, n_draws: int, threads_per_block
 
 # --- Benchmark ---------------------------------------------------------------
 
-def _best_time(fn, repeat: int) -> float:
-    "Best wall time of `repeat` calls of `fn` (after one warm-up call)."
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def benchmark(size: str = "default", repeat: int = 5) -> dict:
