@@ -285,6 +285,10 @@ def test_top_k_orders_by_score_and_breaks_ties_by_index():
     assert np.array_equal(mnl.top_k(ints, 7), expect)
     with pytest.raises(ValueError, match="K"):
         mnl.top_k(ints, 0)
+    with pytest.raises(ValueError, match="finite"):
+        mnl.top_k(np.array([1.0, np.nan, 0.0]), 2)
+    cont = rng.standard_normal((5, 100))
+    assert np.array_equal(mnl.top_k(cont, 10), np.argsort(-cont, axis=1)[:, :10])
 
 
 def test_sample_choice_is_the_inverse_cdf():
