@@ -7,4 +7,5 @@ One module per loop. Each has a NumPy reference, an `@njit` CPU kernel and a
 
 - `rng`: counter-based splitmix64 random streams for `@njit` and `@cuda.jit` code.
 - `mnl`: MNL bandit confidence updates (OFU-MNL++): optimistic scores, Woodbury step with H-norm projection.
+- `quant`: blockwise NF4 quantise / dequantise, byte for byte the same as bitsandbytes on the CPU.
 """
