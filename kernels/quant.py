@@ -15,6 +15,11 @@ Three implementations with one meaning, as in the other kernel modules:
 * Numba CUDA: ``quantize_nf4_cuda`` (one thread per block for the absmax, then one thread per packed byte) and
   ``dequantize_nf4_cuda`` (one thread per packed byte); host arrays in and out.
 
+Per-channel codebooks at 1, 2 or 4 bits per row (LowRA's mixed precision): ``encode_rows_ref`` / ``encode_rows``
+and ``decode_rows_ref`` / ``decode_rows`` / ``decode_rows_cuda`` (a block per row, a thread per packed byte, the
+row's levels in shared memory). The @njit loops are specialised per bit width (level count and codes per byte are
+compile-time constants); the per-row thresholds and levels are data. There is no CUDA encoder yet.
+
 ``benchmark`` times them against bitsandbytes' own ``quantize_4bit`` / ``dequantize_4bit`` (CPU) and a same-run
 memory copy of the weights (the bandwidth a dequantisation that reads codes and writes floats can approach).
 """
@@ -28,7 +33,8 @@ from numba import cuda, njit, prange
 from icml25nb.kernels._bench import best_time as _best_time
 
 __all__ = ["NF4_LEVELS", "NF4_MIDPOINTS", "quantize_nf4_ref", "dequantize_nf4_ref", "quantize_nf4",
-           "dequantize_nf4", "quantize_nf4_cuda", "dequantize_nf4_cuda", "benchmark"]
+           "dequantize_nf4", "quantize_nf4_cuda", "dequantize_nf4_cuda", "row_offsets", "encode_rows_ref",
+           "decode_rows_ref", "encode_rows", "decode_rows", "decode_rows_cuda", "benchmark"]
 
 # QLoRA's NF4 levels as bitsandbytes stores them (float32), sorted; the midpoints are computed in float32 too.
 NF4_LEVELS = np.array([
@@ -261,6 +267,224 @@ def dequantize_nf4_cuda(packed, absmax, shape, blocksize: int = 64, threads_per_
     return d_out.copy_to_host().reshape(shape)
 
 
+# --- Per-channel codebooks at 1, 2 or 4 bits (LowRA's mixed precision) ----------------------------------------------
+#
+# W (R, C) with blocksize dividing C. Row r (an output channel) is normalised blockwise by its absmax like NF4, then
+# coded with its own sorted thresholds (the encoder, 2^b - 1 of them) at b = bits[r] in {1, 2, 4}: the code is the
+# number of thresholds strictly below the value. Row r's codes are packed at b bits, the first code in the most
+# significant bits of a byte, from byte offsets[r] on (rows start on a byte). Decoding is levels[r, code] * absmax.
+
+def _check_rows(W, blocksize: int, bits) -> tuple[np.ndarray, np.ndarray]:
+    W = np.ascontiguousarray(np.asarray(W, dtype=np.float32))
+    if W.ndim != 2 or W.size == 0:
+        raise ValueError(f"W must be a non-empty 2-d array, got shape {W.shape}")
+    if not np.isfinite(W).all():
+        raise ValueError("W must be finite")
+    if isinstance(blocksize, bool) or not isinstance(blocksize, (int, np.integer)) or blocksize < 1 \
+            or W.shape[1] % blocksize:
+        raise ValueError(f"blocksize must divide the row length {W.shape[1]}, got {blocksize!r}")
+    bits = np.ascontiguousarray(np.asarray(bits, dtype=np.int64))
+    if bits.shape != (W.shape[0],) or not np.isin(bits, (1, 2, 4)).all():
+        raise ValueError(f"bits must hold one of 1, 2, 4 per row ({W.shape[0]} rows)")
+    return W, bits
+
+
+def row_offsets(bits, C: int) -> np.ndarray:
+    "Byte offset of every row's packed codes (and the total at the end) for row length C."
+    bits = np.asarray(bits, dtype=np.int64)
+    return np.concatenate([[0], np.cumsum((C * bits + 7) // 8)]).astype(np.int64)
+
+
+def _row_absmax(W, blocksize):
+    R, C = W.shape
+    return np.abs(W.reshape(R, C // blocksize, blocksize)).max(axis=2).astype(np.float32)
+
+
+def encode_rows_ref(W, blocksize: int, bits, thresholds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    "Per-row codes at 1/2/4 bits with per-row thresholds: (packed uint8, byte offsets (R+1,), absmax (R, C/bs))."
+    W, bits = _check_rows(W, blocksize, bits)
+    R, C = W.shape
+    thresholds = np.asarray(thresholds, dtype=np.float32)
+    absmax = _row_absmax(W, blocksize)
+    inv = np.float32(1.0) / np.maximum(absmax, _TINY)
+    X = np.clip(W * np.repeat(inv, blocksize, axis=1), -1, 1)
+    offsets = row_offsets(bits, C)
+    packed = np.zeros(offsets[-1], np.uint8)
+    for r in range(R):
+        b = int(bits[r])
+        t = thresholds[r, : (1 << b) - 1]
+        codes = (X[r][:, None] > t[None, :]).sum(axis=1).astype(np.uint8)
+        per = 8 // b
+        codes = np.concatenate([codes, np.zeros((-C) % per, np.uint8)]).reshape(-1, per)
+        shifts = (8 - b * (np.arange(per) + 1)).astype(np.uint8)
+        packed[offsets[r]:offsets[r + 1]] = np.bitwise_or.reduce(codes << shifts, axis=1)
+    return packed, offsets, absmax
+
+
+def decode_rows_ref(packed, offsets, absmax, bits, levels, blocksize: int) -> np.ndarray:
+    "Float32 (R, C) from per-row codes: levels[r, code] * absmax[r, block]."
+    bits = np.asarray(bits, dtype=np.int64)
+    R, nb = absmax.shape
+    C = nb * blocksize
+    levels = np.asarray(levels, dtype=np.float32)
+    out = np.empty((R, C), np.float32)
+    for r in range(R):
+        b = int(bits[r])
+        per = 8 // b
+        row = packed[offsets[r]:offsets[r + 1]]
+        shifts = (8 - b * (np.arange(per) + 1)).astype(np.uint8)
+        codes = ((row[:, None] >> shifts[None, :]) & ((1 << b) - 1)).ravel()[:C]
+        out[r] = levels[r, codes] * np.repeat(absmax[r], blocksize)
+    return out
+
+
+def _build_row_codec(b: int):
+    "@njit encode/decode of one row at b bits: the level count and codes per byte are compile-time constants."
+    n_thr, per, mask = (1 << b) - 1, 8 // b, (1 << b) - 1
+    lo, hi = np.float32(-1.0), np.float32(1.0)
+
+    @njit(inline="always")
+    def encode(x, inv_row, blocksize, thr, out):
+        C = x.size
+        for k in range(out.size):
+            byte = 0
+            for h in range(per):
+                i = k * per + h
+                c = 0
+                if i < C:
+                    v = min(max(x[i] * inv_row[i // blocksize], lo), hi)
+                    for j in range(n_thr):
+                        c += thr[j] < v
+                byte |= c << (8 - b * (h + 1))
+            out[k] = byte
+
+    @njit(inline="always")
+    def decode(row, scale, blocksize, lev, out):
+        C = out.size
+        if (blocksize * b) % 8 == 0:   # blocks start on a byte: one scaled table per block, no per-value tests
+            tab = np.empty(1 << b, np.float32)
+            bpb = blocksize * b // 8       # bytes per block
+            for q in range(scale.size):
+                s = scale[q]
+                for j in range(1 << b):
+                    tab[j] = lev[j] * s
+                i = q * blocksize
+                for k in range(q * bpb, (q + 1) * bpb):
+                    byte = row[k]
+                    for h in range(per):
+                        out[i] = tab[(byte >> (8 - b * (h + 1))) & mask]
+                        i += 1
+            return
+        for k in range(row.size):
+            byte = row[k]
+            for h in range(per):
+                i = k * per + h
+                if i < C:
+                    out[i] = lev[(byte >> (8 - b * (h + 1))) & mask] * scale[i // blocksize]
+
+    return encode, decode
+
+
+(_enc1, _dec1), (_enc2, _dec2), (_enc4, _dec4) = (_build_row_codec(b) for b in (1, 2, 4))
+
+
+@njit(parallel=True, cache=True)
+def _encode_rows_core(W, blocksize, bits, thr, offsets, packed, absmax):
+    R, C = W.shape
+    tiny, one = np.float32(1e-38), np.float32(1.0)
+    for r in prange(R):
+        inv = np.empty(C // blocksize, np.float32)
+        for q in range(C // blocksize):
+            m = np.float32(0.0)
+            for i in range(q * blocksize, (q + 1) * blocksize):
+                m = max(m, abs(W[r, i]))
+            absmax[r, q] = m
+            inv[q] = one / max(m, tiny)
+        out = packed[offsets[r]:offsets[r + 1]]
+        if bits[r] == 1:
+            _enc1(W[r], inv, blocksize, thr[r], out)
+        elif bits[r] == 2:
+            _enc2(W[r], inv, blocksize, thr[r], out)
+        else:
+            _enc4(W[r], inv, blocksize, thr[r], out)
+
+
+@njit(parallel=True, cache=True)
+def _decode_rows_core(packed, offsets, absmax, bits, levels, blocksize, out):
+    for r in prange(out.shape[0]):
+        row = packed[offsets[r]:offsets[r + 1]]
+        if bits[r] == 1:
+            _dec1(row, absmax[r], blocksize, levels[r], out[r])
+        elif bits[r] == 2:
+            _dec2(row, absmax[r], blocksize, levels[r], out[r])
+        else:
+            _dec4(row, absmax[r], blocksize, levels[r], out[r])
+
+
+def _pad16(a, R) -> np.ndarray:
+    a = np.asarray(a, dtype=np.float32)
+    if a.ndim != 2 or a.shape[0] != R or a.shape[1] > 16:
+        raise ValueError(f"per-row tables must have shape ({R}, <= 16), got {a.shape}")
+    out = np.zeros((R, 16), np.float32)
+    out[:, : a.shape[1]] = a
+    return out
+
+
+def encode_rows(W, blocksize: int, bits, thresholds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    "CPU kernel (parallel over rows, one specialised loop per bit width) for `encode_rows_ref`."
+    W, bits = _check_rows(W, blocksize, bits)
+    R, C = W.shape
+    offsets = row_offsets(bits, C)
+    packed = np.empty(offsets[-1], np.uint8)
+    absmax = np.empty((R, C // blocksize), np.float32)
+    _encode_rows_core(W, blocksize, bits, _pad16(thresholds, R), offsets, packed, absmax)
+    return packed, offsets, absmax
+
+
+def decode_rows(packed, offsets, absmax, bits, levels, blocksize: int) -> np.ndarray:
+    "CPU kernel (parallel over rows) for `decode_rows_ref`."
+    absmax = np.ascontiguousarray(absmax, dtype=np.float32)
+    R, nb = absmax.shape
+    out = np.empty((R, nb * blocksize), np.float32)
+    _decode_rows_core(np.ascontiguousarray(packed), np.asarray(offsets, np.int64), absmax,
+                      np.asarray(bits, np.int64), _pad16(levels, R), blocksize, out)
+    return out
+
+
+@cuda.jit
+def _decode_rows_kernel(packed, offsets, absmax, bits, levels, blocksize, out):
+    r = cuda.blockIdx.x            # a block per row; its 16 levels in shared memory
+    lev = cuda.shared.array(16, np.float32)
+    if cuda.threadIdx.x < 16:
+        lev[cuda.threadIdx.x] = levels[r, cuda.threadIdx.x]
+    cuda.syncthreads()
+    b = bits[r]
+    per = 8 // b
+    mask = (1 << b) - 1
+    C = out.shape[1]
+    start = offsets[r]
+    for k in range(cuda.threadIdx.x, offsets[r + 1] - start, cuda.blockDim.x):   # a thread per packed byte
+        byte = packed[start + k]
+        for h in range(per):
+            i = k * per + h
+            if i < C:
+                out[r, i] = lev[(byte >> (8 - b * (h + 1))) & mask] * absmax[r, i // blocksize]
+
+
+def decode_rows_cuda(packed, offsets, absmax, bits, levels, blocksize: int, threads_per_block: int = 64):
+    "CUDA kernel (a block per row, a thread per packed byte, the row's levels in shared memory)."
+    absmax = np.ascontiguousarray(absmax, dtype=np.float32)
+    R, nb = absmax.shape
+    if threads_per_block < 16:
+        raise ValueError("threads_per_block must be >= 16 (one thread per level loads the table)")
+    d_out = cuda.device_array((R, nb * blocksize), np.float32)
+    _decode_rows_kernel[R, threads_per_block](cuda.to_device(np.ascontiguousarray(packed)),
+                                              cuda.to_device(np.asarray(offsets, np.int64)), cuda.to_device(absmax),
+                                              cuda.to_device(np.asarray(bits, np.int64)),
+                                              cuda.to_device(_pad16(levels, R)), blocksize, d_out)
+    return d_out.copy_to_host()
+
+
 # --- Benchmark -----------------------------------------------------------------------------------------------------
 
 def benchmark(size: str = "default", repeat: int = 3) -> dict:
@@ -276,6 +500,17 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     secs["numpy reference, dequantize"] = _best_time(lambda: dequantize_nf4_ref(packed, absmax, W.shape, bs),
                                                      min(repeat, 1))
     secs["njit, dequantize"] = _best_time(lambda: dequantize_nf4(packed, absmax, W.shape, bs), repeat)
+    # mixed precision: a third of the rows at each of 1, 2, 4 bits, random sorted levels per row
+    rng = np.random.default_rng(1)
+    bits = np.resize(np.array([1, 2, 4]), rows)
+    lev = np.sort(rng.uniform(-1, 1, (rows, 16)), axis=1).astype(np.float32)
+    thr = ((lev[:, :-1] + lev[:, 1:]) / 2).astype(np.float32)
+    enc = encode_rows(W, bs, bits, thr)
+    decode_rows(*enc, bits, lev, bs)
+    secs["njit, mixed 1/2/4-bit rows, encode"] = _best_time(lambda: encode_rows(W, bs, bits, thr), repeat)
+    secs["njit, mixed 1/2/4-bit rows, decode"] = _best_time(lambda: decode_rows(*enc, bits, lev, bs), repeat)
+    ratios["mixed-width decode time / NF4 dequantize time"] = (secs["njit, mixed 1/2/4-bit rows, decode"]
+                                                               / secs["njit, dequantize"])
     out = np.empty_like(W)
     secs["memory copy of W (np.copyto)"] = _best_time(lambda: np.copyto(out, W), repeat)
     identical = None

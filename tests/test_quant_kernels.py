@@ -110,3 +110,53 @@ def test_benchmark_small_runs():
     res = Q.benchmark("small", repeat=1)
     assert res["identical_to_bitsandbytes"] is True
     assert {"seconds", "reference", "ratios"} <= set(res)
+
+
+def _row_tables(rng, R, bits):
+    "Random sorted per-row levels and their midpoints as thresholds."
+    thr, lev = np.zeros((R, 15), np.float32), np.zeros((R, 16), np.float32)
+    for r in range(R):
+        L = 1 << int(bits[r])
+        lv = np.sort(rng.uniform(-1, 1, L)).astype(np.float32)
+        lev[r, :L], thr[r, :L - 1] = lv, (lv[:-1] + lv[1:]) / 2
+    return thr, lev
+
+
+@pytest.mark.parametrize("R,C,bs", [(64, 128, 64), (5, 24, 8), (3, 7, 7)])
+def test_mixed_width_rows_reference_njit_cuda_agree(R, C, bs):
+    rng = np.random.default_rng(R + C)
+    W = (rng.standard_t(3, size=(R, C)) * rng.uniform(0.01, 10, (R, 1))).astype(np.float32)
+    bits = rng.choice([1, 2, 4], R)
+    thr, lev = _row_tables(rng, R, bits)
+    ref = Q.encode_rows_ref(W, bs, bits, thr)
+    got = Q.encode_rows(W, bs, bits, thr)
+    assert all(np.array_equal(a, b) for a, b in zip(ref, got))
+    assert ref[1][-1] == sum((C * int(b) + 7) // 8 for b in bits)          # packed at each row's width
+    D = Q.decode_rows_ref(*ref, bits, lev, bs)
+    assert np.array_equal(Q.decode_rows(*got, bits, lev, bs), D)
+    assert np.array_equal(Q.decode_rows_cuda(*got, bits, lev, bs, threads_per_block=16 if R > 8 else 32), D)
+    # each value decodes to the level whose cell holds it (codes are cells of the thresholds)
+    X = np.clip(W / np.repeat(np.maximum(ref[2], 1e-38), bs, axis=1), -1, 1)
+    for r in range(R):
+        L = 1 << int(bits[r])
+        cell = np.searchsorted(thr[r, :L - 1], X[r], side="left")
+        assert np.allclose(D[r], lev[r, cell] * np.repeat(ref[2][r], bs), rtol=1e-6, atol=0)
+
+
+def test_all_4bit_nf4_rows_are_nf4():
+    rng = np.random.default_rng(9)
+    W = rng.standard_normal((16, 128)).astype(np.float32)
+    b4 = np.full(16, 4)
+    packed, offsets, absmax = Q.encode_rows(W, 64, b4, np.tile(Q.NF4_MIDPOINTS, (16, 1)))
+    p_nf4, a_nf4 = Q.quantize_nf4(W, 64)
+    assert np.array_equal(packed, p_nf4) and np.array_equal(absmax.ravel(), a_nf4)
+
+
+def test_mixed_width_bad_input():
+    W = np.ones((2, 8), np.float32)
+    with pytest.raises(ValueError, match="blocksize must divide"):
+        Q.encode_rows(W, 3, [1, 2], np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="bits"):
+        Q.encode_rows(W, 4, [1, 3], np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="W must be finite"):
+        Q.encode_rows(np.full((2, 8), np.inf), 4, [1, 2], np.zeros((2, 3)))
