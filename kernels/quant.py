@@ -16,9 +16,9 @@ Three implementations with one meaning, as in the other kernel modules:
   ``dequantize_nf4_cuda`` (one thread per packed byte); host arrays in and out.
 
 Per-channel codebooks at 1, 2 or 4 bits per row (LowRA's mixed precision): ``encode_rows_ref`` / ``encode_rows``
-and ``decode_rows_ref`` / ``decode_rows`` / ``decode_rows_cuda`` (a block per row, a thread per packed byte, the
-row's levels in shared memory). The @njit loops are specialised per bit width (level count and codes per byte are
-compile-time constants); the per-row thresholds and levels are data. There is no CUDA encoder yet.
+and ``decode_rows_ref`` / ``decode_rows``, and ``encode_rows_cuda`` / ``decode_rows_cuda`` (a block per row, a thread
+per packed byte, the row's thresholds or levels in shared memory). The @njit loops are specialised per bit width
+(level count and codes per byte are compile-time constants); the per-row thresholds and levels are data.
 
 ``benchmark`` times them against bitsandbytes' own ``quantize_4bit`` / ``dequantize_4bit`` (CPU) and a same-run
 memory copy of the weights (the bandwidth a dequantisation that reads codes and writes floats can approach).
@@ -34,7 +34,7 @@ from icml25nb.kernels._bench import best_time as _best_time
 
 __all__ = ["NF4_LEVELS", "NF4_MIDPOINTS", "quantize_nf4_ref", "dequantize_nf4_ref", "quantize_nf4",
            "dequantize_nf4", "quantize_nf4_cuda", "dequantize_nf4_cuda", "row_offsets", "encode_rows_ref",
-           "decode_rows_ref", "encode_rows", "decode_rows", "decode_rows_cuda", "benchmark"]
+           "decode_rows_ref", "encode_rows", "decode_rows", "encode_rows_cuda", "decode_rows_cuda", "benchmark"]
 
 # QLoRA's NF4 levels as bitsandbytes stores them (float32), sorted; the midpoints are computed in float32 too.
 NF4_LEVELS = np.array([
@@ -449,6 +449,54 @@ def decode_rows(packed, offsets, absmax, bits, levels, blocksize: int) -> np.nda
     _decode_rows_core(np.ascontiguousarray(packed), np.asarray(offsets, np.int64), absmax,
                       np.asarray(bits, np.int64), _pad16(levels, R), blocksize, out)
     return out
+
+
+@cuda.jit
+def _encode_rows_kernel(W, blocksize, bits, thr, offsets, packed, absmax):
+    r = cuda.blockIdx.x            # a block per row: its absmax per block, its thresholds in shared memory
+    tid, nt = cuda.threadIdx.x, cuda.blockDim.x
+    C = W.shape[1]
+    for q in range(tid, C // blocksize, nt):
+        m = np.float32(0.0)
+        for i in range(q * blocksize, (q + 1) * blocksize):
+            m = max(m, abs(W[r, i]))
+        absmax[r, q] = m
+    t = cuda.shared.array(16, np.float32)
+    if tid < 16:
+        t[tid] = thr[r, tid]
+    cuda.syncthreads()
+    b = bits[r]
+    per = 8 // b
+    n_thr = (1 << b) - 1
+    start = offsets[r]
+    for k in range(tid, offsets[r + 1] - start, nt):   # a thread per packed byte
+        byte = 0
+        for h in range(per):
+            i = k * per + h
+            c = 0
+            if i < C:
+                inv = np.float32(1.0) / max(absmax[r, i // blocksize], np.float32(1e-38))
+                v = min(max(W[r, i] * inv, np.float32(-1.0)), np.float32(1.0))
+                for j in range(n_thr):
+                    if t[j] < v:
+                        c += 1
+            byte |= c << (8 - b * (h + 1))
+        packed[start + k] = byte
+
+
+def encode_rows_cuda(W, blocksize: int, bits, thresholds, threads_per_block: int = 64):
+    "CUDA kernel for `encode_rows_ref` (a block per row, a thread per packed byte, thresholds in shared memory)."
+    W, bits = _check_rows(W, blocksize, bits)
+    if threads_per_block < 16:
+        raise ValueError("threads_per_block must be >= 16 (one thread per threshold loads the table)")
+    R, C = W.shape
+    offsets = row_offsets(bits, C)
+    d_packed = cuda.device_array(int(offsets[-1]), np.uint8)
+    d_abs = cuda.device_array((R, C // blocksize), np.float32)
+    _encode_rows_kernel[R, threads_per_block](cuda.to_device(W), blocksize, cuda.to_device(bits),
+                                              cuda.to_device(_pad16(thresholds, R)), cuda.to_device(offsets),
+                                              d_packed, d_abs)
+    return d_packed.copy_to_host(), offsets, d_abs.copy_to_host()
 
 
 @cuda.jit

@@ -131,6 +131,8 @@ def test_mixed_width_rows_reference_njit_cuda_agree(R, C, bs):
     ref = Q.encode_rows_ref(W, bs, bits, thr)
     got = Q.encode_rows(W, bs, bits, thr)
     assert all(np.array_equal(a, b) for a, b in zip(ref, got))
+    got_cuda = Q.encode_rows_cuda(W, bs, bits, thr, threads_per_block=16 if R > 8 else 32)
+    assert all(np.array_equal(a, b) for a, b in zip(ref, got_cuda))
     assert ref[1][-1] == sum((C * int(b) + 7) // 8 for b in bits)          # packed at each row's width
     D = Q.decode_rows_ref(*ref, bits, lev, bs)
     assert np.array_equal(Q.decode_rows(*got, bits, lev, bs), D)
