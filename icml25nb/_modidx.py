@@ -119,6 +119,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                       'icml25nb.bandits.mnl._MLEAgent.update': ( 'bandits/mnl.html#_mleagent.update',
                                                                                  'icml25nb/bandits/mnl.py'),
                                       'icml25nb.bandits.mnl._band': ('bandits/mnl.html#_band', 'icml25nb/bandits/mnl.py'),
+                                      'icml25nb.bandits.mnl._play': ('bandits/mnl.html#_play', 'icml25nb/bandits/mnl.py'),
                                       'icml25nb.bandits.mnl._scaled_weights': ( 'bandits/mnl.html#_scaled_weights',
                                                                                 'icml25nb/bandits/mnl.py'),
                                       'icml25nb.bandits.mnl.assortment_lp': ('bandits/mnl.html#assortment_lp', 'icml25nb/bandits/mnl.py'),
