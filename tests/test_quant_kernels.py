@@ -162,3 +162,21 @@ def test_mixed_width_bad_input():
         Q.encode_rows(W, 4, [1, 3], np.zeros((2, 3)))
     with pytest.raises(ValueError, match="W must be finite"):
         Q.encode_rows(np.full((2, 8), np.inf), 4, [1, 2], np.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("bs", [2, 4, 8, 32, 48, 64, 128, 256, 512])
+def test_njit_matches_reference_at_odd_sizes_and_blocksizes(bs):
+    "Every block length (the specialised loops and the run-time one), tail blocks, odd counts, several prange tasks."
+    rng = np.random.default_rng(bs)
+    sizes = {1, 2, 3, bs - 1, bs, bs + 1, 3 * bs + 2, 2 * 65536 + 3 * bs, 2 * 65536 + 3 * bs + 7, 65536 * 3 + 1}
+    for n in sorted(s for s in sizes if s > 0):
+        W = (rng.standard_t(3, n) * 10.0 ** rng.uniform(-5, 5)).astype(np.float32)
+        W[: min(n, bs)] = 0                                   # an all-zero block (or the whole of a short input)
+        if n > 3 * bs:
+            W[bs:2 * bs] = np.resize(np.concatenate([Q.NF4_MIDPOINTS, -Q.NF4_MIDPOINTS, [1.0, -1.0, -0.0]]), bs)
+            W[2 * bs:3 * bs] *= np.float32(1e-39)           # subnormal values: the 1e-38 guard
+        ref = Q.quantize_nf4_ref(W, bs)
+        got = Q.quantize_nf4(W, bs)
+        assert np.array_equal(got[0], ref[0]), (n, bs)
+        assert np.array_equal(got[1].view(np.uint32), ref[1].view(np.uint32)), (n, bs)
+        assert np.array_equal(Q.dequantize_nf4(*ref, (n,), bs), Q.dequantize_nf4_ref(*ref, (n,), bs)), (n, bs)
