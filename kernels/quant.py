@@ -11,7 +11,8 @@ padded with a zero. Dequantisation is ``level[code] * absmax[block]``.
 Three implementations with one meaning, as in the other kernel modules:
 
 * NumPy reference: ``quantize_nf4_ref``, ``dequantize_nf4_ref``;
-* Numba CPU: ``quantize_nf4``, ``dequantize_nf4`` (``@njit(parallel=True)`` over blocks);
+* Numba CPU: ``quantize_nf4``, ``dequantize_nf4`` (``@njit(parallel=True)`` over chunks of blocks, loops built per
+  block length);
 * Numba CUDA: ``quantize_nf4_cuda`` (one thread per block for the absmax, then one thread per packed byte) and
   ``dequantize_nf4_cuda`` (one thread per packed byte); host arrays in and out.
 
@@ -46,13 +47,19 @@ NF4_MIDPOINTS = ((NF4_LEVELS[:-1] + NF4_LEVELS[1:]) / np.float32(2)).astype(np.f
 _TINY = np.float32(1e-38)  # bitsandbytes' guard for an all-zero block
 
 
-def _check(W, blocksize: int) -> np.ndarray:
-    "W as a flat float32 array; ValueError naming the argument for non-finite values or a bad blocksize."
+def _flat(W, blocksize: int) -> np.ndarray:
+    "W as a flat float32 array; ValueError for an empty W or a bad blocksize (finiteness is not checked here)."
     if isinstance(blocksize, bool) or not isinstance(blocksize, (int, np.integer)) or blocksize < 2 or blocksize % 2:
         raise ValueError(f"blocksize must be an even integer >= 2, got {blocksize!r}")
     x = np.ascontiguousarray(np.asarray(W, dtype=np.float32)).ravel()
     if x.size == 0:
         raise ValueError("W must not be empty")
+    return x
+
+
+def _check(W, blocksize: int) -> np.ndarray:
+    "W as a flat float32 array; ValueError naming the argument for non-finite values or a bad blocksize."
+    x = _flat(W, blocksize)
     if not np.isfinite(x).all():
         raise ValueError("W must be finite")
     return x
@@ -101,6 +108,73 @@ def dequantize_nf4_ref(packed, absmax, shape, blocksize: int = 64) -> np.ndarray
 
 
 # --- Numba CPU ---------------------------------------------------------------------------------------------------
+#
+# Whole blocks go through loops built once per block length (32, 64, 128 and 256 values: a compile-time trip count,
+# which LLVM unrolls and vectorises; any other even length takes the same loops with a run-time length), called once
+# per chunk of blocks from the prange, so a task covers many blocks and the call costs nothing per block. Three
+# details keep the loops vectorised without fastmath (not one result bit may change):
+# * a block is indexed through slices (x[s:s + bs][i], i in range(bs)): an index that LLVM cannot prove
+#   non-negative keeps Numba's negative-index wraparound, and the loads become gathers (several times slower);
+# * the absmax is an integer max of the float32 bit patterns with the sign bit cleared (non-negative floats order
+#   as their bits do), which vectorises where a float max reduction would need fastmath;
+# * the code is a sum of 15 comparisons with the midpoints (NF4_MIDPOINTS) as compile-time constants, two values
+#   (one output byte) per iteration, so the codes never go through memory.
+# quantize_nf4 skips the separate finiteness pass over W: a whole block's absmax is inf or NaN exactly when the
+# block holds one, so the ValueError comes from the absmax (and a direct check of the short last block).
+# Dequantisation reads one byte and writes its two values from a 256-entry table of level pairs times the block's
+# absmax (the same float32 product level * absmax as the reference).
+
+_CHUNK_VALUES = 1 << 16  # values per prange task (256 KiB of float32)
+
+
+def _build_nf4_blocks(bs: int):
+    "@njit loops over whole blocks [b0, b1) of bs values (bs=0: the block length is the run-time `blocksize`)."
+    m0, m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, m13, m14 = (np.float32(m) for m in NF4_MIDPOINTS)
+    one, lo, hi, tiny, magnitude = np.float32(1.0), np.float32(-1.0), np.float32(1.0), _TINY, np.uint32(0x7FFFFFFF)
+
+    @njit(inline="always")
+    def code(v):
+        # number of midpoints strictly below v: branch-free, the midpoints are constants
+        return ((m0 < v) + (m1 < v) + (m2 < v) + (m3 < v) + (m4 < v) + (m5 < v) + (m6 < v) + (m7 < v)
+                + (m8 < v) + (m9 < v) + (m10 < v) + (m11 < v) + (m12 < v) + (m13 < v) + (m14 < v))
+
+    @njit
+    def quantize_blocks(x, xbits, blocksize, packed, absmax, absbits, b0, b1):
+        B = bs if bs else blocksize
+        H = B // 2
+        for b in range(b0, b1):
+            xs = x[b * B:(b + 1) * B]
+            xbs = xbits[b * B:(b + 1) * B]
+            ps = packed[b * H:(b + 1) * H]
+            m = np.uint32(0)
+            for i in range(B):
+                m = max(m, xbs[i] & magnitude)
+            absbits[b] = m
+            inv = one / max(absmax[b], tiny)  # the float32 reciprocal; full blocks multiply by it
+            for k in range(H):
+                v0 = min(max(xs[2 * k] * inv, lo), hi)
+                v1 = min(max(xs[2 * k + 1] * inv, lo), hi)
+                ps[k] = (code(v0) << 4) | code(v1)
+
+    @njit
+    def dequantize_blocks(packed, absmax, blocksize, pairs, out, b0, b1):
+        B = bs if bs else blocksize
+        H = B // 2
+        for b in range(b0, b1):
+            ps = packed[b * H:(b + 1) * H]
+            os = out[b * B:(b + 1) * B]
+            s = absmax[b]
+            for k in range(H):
+                j = 2 * ps[k]
+                os[2 * k] = pairs[j] * s
+                os[2 * k + 1] = pairs[j + 1] * s
+
+    return quantize_blocks, dequantize_blocks
+
+
+(_q32, _d32), (_q64, _d64), (_q128, _d128), (_q256, _d256), (_qany, _dany) = (
+    _build_nf4_blocks(bs) for bs in (32, 64, 128, 256, 0))
+
 
 @njit(inline="always")
 def _code(v, mid):
@@ -116,34 +190,28 @@ def _quantize_core(x, blocksize, mid, packed, absmax):
     n = x.size
     nb = absmax.size
     full_blocks = n // blocksize
-    one, lo, hi, tiny = np.float32(1.0), np.float32(-1.0), np.float32(1.0), np.float32(1e-38)
-    chunk = 256  # blocks per task: the scratch below is allocated once per chunk, not once per block
-    for ch in prange((full_blocks + chunk - 1) // chunk):
-        c = np.empty(blocksize, np.uint8)
-        v = np.empty(blocksize, np.float32)
-        for b in range(ch * chunk, min((ch + 1) * chunk, full_blocks)):
-            start = b * blocksize
-            m = np.float32(0.0)
-            for i in range(start, start + blocksize):
-                m = max(m, abs(x[i]))
-            absmax[b] = m
-            inv = one / max(m, tiny)
-            # codes of the block, midpoint by midpoint: the inner loop over values vectorises
-            for i in range(blocksize):
-                v[i] = min(max(x[start + i] * inv, lo), hi)
-                c[i] = 0
-            for j in range(15):
-                mj = mid[j]
-                for i in range(blocksize):
-                    c[i] += mj < v[i]
-            for i in range(0, blocksize, 2):
-                packed[(start + i) // 2] = (c[i] << 4) | c[i + 1]
+    xbits, absbits = x.view(np.uint32), absmax.view(np.uint32)
+    per = max(1, _CHUNK_VALUES // blocksize)  # blocks per task
+    for ch in prange((full_blocks + per - 1) // per):
+        b0 = ch * per
+        b1 = min(b0 + per, full_blocks)
+        if blocksize == 64:
+            _q64(x, xbits, blocksize, packed, absmax, absbits, b0, b1)
+        elif blocksize == 32:
+            _q32(x, xbits, blocksize, packed, absmax, absbits, b0, b1)
+        elif blocksize == 128:
+            _q128(x, xbits, blocksize, packed, absmax, absbits, b0, b1)
+        elif blocksize == 256:
+            _q256(x, xbits, blocksize, packed, absmax, absbits, b0, b1)
+        else:
+            _qany(x, xbits, blocksize, packed, absmax, absbits, b0, b1)
     if nb > full_blocks:  # the short last block divides, as bitsandbytes' does
+        lo, hi = np.float32(-1.0), np.float32(1.0)
         start = full_blocks * blocksize
         m = np.float32(0.0)
         for i in range(start, n):
             m = max(m, abs(x[i]))
-        g = max(m, tiny)
+        g = max(m, np.float32(1e-38))
         absmax[nb - 1] = g
         for i in range(start, n, 2):
             c0 = _code(min(max(x[i] / g, lo), hi), mid)
@@ -152,41 +220,63 @@ def _quantize_core(x, blocksize, mid, packed, absmax):
 
 
 def quantize_nf4(W, blocksize: int = 64) -> tuple[np.ndarray, np.ndarray]:
-    "CPU kernel (parallel over blocks) for `quantize_nf4_ref`: the same bytes."
-    x = _check(W, blocksize)
+    "CPU kernel (parallel over chunks of blocks) for `quantize_nf4_ref`: the same bytes."
+    x = _flat(W, blocksize)
     packed = np.empty((x.size + 1) // 2, np.uint8)
     absmax = np.empty(-(-x.size // blocksize), np.float32)
     _quantize_core(x, blocksize, NF4_MIDPOINTS, packed, absmax)
+    # finiteness without a pass of its own: a whole block's absmax (the max of its |x| bit patterns) is inf or NaN
+    # exactly when the block holds an inf or a NaN; the short last block is checked directly
+    full = x.size // blocksize
+    if not (np.isfinite(absmax[:full]).all() and np.isfinite(x[full * blocksize:]).all()):
+        raise ValueError("W must be finite")
     return packed, absmax
 
 
 @njit(parallel=True, cache=True)
 def _dequantize_core(packed, absmax, blocksize, levels, out):
     n = out.size
-    half = blocksize // 2
-    for b in prange(absmax.size):
-        s = absmax[b]
-        stop = min((b + 1) * half, packed.size)
-        if 2 * stop <= n:          # whole bytes (every block but possibly the last)
-            tab = levels * s       # the block's 16 scaled levels: one product per level, not per value
-            for k in range(b * half, stop):
-                byte = packed[k]
-                out[2 * k] = tab[byte >> 4]
-                out[2 * k + 1] = tab[byte & 15]
+    pairs = np.empty(512, np.float32)  # byte value -> (level of the high nibble, level of the low nibble)
+    for j in range(256):
+        pairs[2 * j] = levels[j >> 4]
+        pairs[2 * j + 1] = levels[j & 15]
+    full_blocks = n // blocksize
+    per = max(1, _CHUNK_VALUES // blocksize)
+    for ch in prange((full_blocks + per - 1) // per):
+        b0 = ch * per
+        b1 = min(b0 + per, full_blocks)
+        if blocksize == 64:
+            _d64(packed, absmax, blocksize, pairs, out, b0, b1)
+        elif blocksize == 32:
+            _d32(packed, absmax, blocksize, pairs, out, b0, b1)
+        elif blocksize == 128:
+            _d128(packed, absmax, blocksize, pairs, out, b0, b1)
+        elif blocksize == 256:
+            _d256(packed, absmax, blocksize, pairs, out, b0, b1)
         else:
-            for k in range(b * half, stop):
-                byte = packed[k]
-                out[2 * k] = levels[byte >> 4] * s
-                if 2 * k + 1 < n:
-                    out[2 * k + 1] = levels[byte & 15] * s
+            _dany(packed, absmax, blocksize, pairs, out, b0, b1)
+    if absmax.size > full_blocks:  # the short last block, value by value
+        s = absmax[absmax.size - 1]
+        for k in range(full_blocks * blocksize // 2, packed.size):
+            byte = packed[k]
+            out[2 * k] = levels[byte >> 4] * s
+            if 2 * k + 1 < n:
+                out[2 * k + 1] = levels[byte & 15] * s
 
 
-def dequantize_nf4(packed, absmax, shape, blocksize: int = 64) -> np.ndarray:
-    "CPU kernel (parallel over blocks) for `dequantize_nf4_ref`."
+def dequantize_nf4(packed, absmax, shape, blocksize: int = 64, out: np.ndarray | None = None) -> np.ndarray:
+    """CPU kernel (parallel over chunks of blocks) for `dequantize_nf4_ref`.
+
+    `out`, a C-contiguous float32 array of `shape`, receives the result if given (no new array: a fresh 4n-byte
+    array costs about as much as the decoding itself, in page faults, the first time it is written)."""
     n = int(np.prod(shape))
     packed, absmax = _check_packed(packed, absmax, n, blocksize)
-    out = np.empty(n, np.float32)
-    _dequantize_core(packed, absmax, blocksize, NF4_LEVELS, out)
+    if out is None:
+        out = np.empty(shape, np.float32)
+    elif not (isinstance(out, np.ndarray) and out.dtype == np.float32 and out.flags.c_contiguous
+              and out.size == n):
+        raise ValueError(f"out must be a C-contiguous float32 array of {n} values")
+    _dequantize_core(packed, absmax, blocksize, NF4_LEVELS, out.reshape(-1))
     return out.reshape(shape)
 
 
@@ -548,6 +638,9 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     secs["numpy reference, dequantize"] = _best_time(lambda: dequantize_nf4_ref(packed, absmax, W.shape, bs),
                                                      min(repeat, 1))
     secs["njit, dequantize"] = _best_time(lambda: dequantize_nf4(packed, absmax, W.shape, bs), repeat)
+    buf = np.empty_like(W)
+    secs["njit, dequantize into a buffer (out=)"] = _best_time(
+        lambda: dequantize_nf4(packed, absmax, W.shape, bs, out=buf), repeat)
     # mixed precision: a third of the rows at each of 1, 2, 4 bits, random sorted levels per row
     rng = np.random.default_rng(1)
     bits = np.resize(np.array([1, 2, 4]), rows)
@@ -582,13 +675,18 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
         pass
     ratios["quantize: reference / njit"] = secs["numpy reference, quantize"] / secs["njit, quantize"]
     ratios["dequantize: reference / njit"] = secs["numpy reference, dequantize"] / secs["njit, dequantize"]
-    # bandwidth: dequantize reads n/2 code bytes (+ scales) and writes 4n bytes; the copy reads and writes 4n
-    deq_bw = (n / 2 + 4 * absmax.size + 4 * n) / secs["njit, dequantize"]
+    # bandwidth: dequantize reads n/2 code bytes (+ scales) and writes 4n bytes; the copy reads and writes 4n bytes.
+    # The copy writes into an existing array, so the like-for-like figure is the dequantisation into a buffer; the
+    # one that returns a new array also pays the page faults of its fresh 4n bytes (reported too).
+    moved = n / 2 + 4 * absmax.size + 4 * n
+    deq_bw = moved / secs["njit, dequantize into a buffer (out=)"]
     copy_bw = 8 * n / secs["memory copy of W (np.copyto)"]
-    values["njit dequantize GB/s"] = deq_bw / 1e9
+    values["njit dequantize into a buffer GB/s"] = deq_bw / 1e9
+    values["njit dequantize, new array GB/s"] = moved / secs["njit, dequantize"] / 1e9
     values["copy GB/s"] = copy_bw / 1e9
     import numba
     return {"kernel": "quant", "task": f"NF4, {rows}x{cols} float32, blocksize {bs}, {numba.get_num_threads()} "
             "numba thread(s)", "seconds": secs, "reference": "numpy reference, quantize", "values": values,
             "ratios": ratios, "identical_to_bitsandbytes": identical,
-            "dequantize bandwidth / copy bandwidth": round(deq_bw / copy_bw, 3)}
+            "dequantize bandwidth / copy bandwidth": round(deq_bw / copy_bw, 3),
+            "dequantize (new array) bandwidth / copy bandwidth": round(moved / secs["njit, dequantize"] / copy_bw, 3)}

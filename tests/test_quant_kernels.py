@@ -180,3 +180,14 @@ def test_njit_matches_reference_at_odd_sizes_and_blocksizes(bs):
         assert np.array_equal(got[0], ref[0]), (n, bs)
         assert np.array_equal(got[1].view(np.uint32), ref[1].view(np.uint32)), (n, bs)
         assert np.array_equal(Q.dequantize_nf4(*ref, (n,), bs), Q.dequantize_nf4_ref(*ref, (n,), bs)), (n, bs)
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan, -np.nan])
+def test_njit_quantize_rejects_non_finite_anywhere(bad):
+    "The @njit path finds non-finite values through the blocks' absmax (whole blocks) or directly (the short tail)."
+    for bs, n, where in [(64, 64 * 1000, 0), (64, 64 * 1000, 64 * 1000 - 1), (64, 64 * 1000 + 5, 64 * 1000 + 4),
+                         (32, 200003, 123457), (48, 48 * 3000, 77777), (2, 10, 9)]:
+        W = np.ones(n, np.float32)
+        W[where] = bad
+        with pytest.raises(ValueError, match="W must be finite"):
+            Q.quantize_nf4(W, bs)
