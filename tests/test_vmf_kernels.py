@@ -1,0 +1,92 @@
+"""kernels/vmf.py: Wood's sampler and top-1 inner-product search, NumPy reference vs @njit vs CUDA (simulator)."""
+import math
+
+import numpy as np
+import pytest
+from scipy.special import ive
+
+from icml25nb.kernels import vmf as V
+
+
+def _unit(d, seed):
+    x = np.random.default_rng(seed).standard_normal(d)
+    return x / np.linalg.norm(x)
+
+
+@pytest.mark.parametrize("d,kappa", [(2, 0.3), (3, 5.0), (8, 5.0), (33, 10.0), (3, 1e6)])
+def test_sampler_reference_njit_cuda_agree(d, kappa):
+    mu = _unit(d, d)
+    ref = V.wood_sample_ref(mu, kappa, 600, seed=4)
+    njit = V.wood_sample(mu, kappa, 600, seed=4)  # the parallel path
+    np.testing.assert_allclose(njit, ref, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(V.wood_sample(mu, kappa, 7, seed=4), ref[:7], rtol=0, atol=1e-10)  # serial path
+    np.testing.assert_allclose(V.wood_sample_cuda(mu, kappa, 40, seed=4), ref[:40], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(np.linalg.norm(njit, axis=1), 1.0, atol=1e-9)
+    assert V.wood_sample(mu, kappa, 0, seed=1).shape == (0, d)
+
+
+@pytest.mark.parametrize("d,kappa", [(3, 1.0), (10, 20.0), (64, 200.0)])
+def test_sampler_mean_cosine_matches_bessel_ratio(d, kappa):
+    mu = _unit(d, 1)
+    c = V.wood_sample(mu, kappa, 40_000, seed=d) @ mu
+    A = ive(d / 2, kappa) / ive(d / 2 - 1, kappa)
+    assert abs(c.mean() - A) <= 4 * c.std() / math.sqrt(len(c))
+    # a wrong concentration is caught at this sample size
+    c2 = V.wood_sample(mu, kappa * 1.1, 40_000, seed=d) @ mu
+    assert abs(c2.mean() - A) > 4 * c2.std() / math.sqrt(len(c2))
+
+
+def test_stable_b():
+    assert V.wood_b(1e8, 3) == pytest.approx(5e-9, rel=1e-12)
+    for kappa, d in [(0.5, 3), (7.0, 10), (100.0, 50)]:
+        naive = (-2 * kappa + math.sqrt(4 * kappa ** 2 + (d - 1) ** 2)) / (d - 1)
+        assert V.wood_b(kappa, d) == pytest.approx(naive, rel=1e-10)
+
+
+def test_sampler_bad_input():
+    mu = _unit(3, 0)
+    for args, msg in [((mu, 0.0, 3), "kappa"), ((mu, -1.0, 3), "kappa"), ((mu, np.nan, 3), "kappa"),
+                      ((2 * mu, 1.0, 3), "unit"), ((np.array([1.0]), 1.0, 3), "dimension"),
+                      ((mu, 1.0, -1), "size"), ((mu, 1.0, 2.5), "size")]:
+        with pytest.raises(ValueError, match=msg):
+            V.wood_sample(*args)
+    with pytest.raises(ValueError, match="seed"):
+        V.wood_sample_ref(mu, 1.0, 3, seed=-1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("nq,n,d", [(1, 1, 3), (37, 500, 16), (40, 1000, 3), (17, 64, 33)])
+def test_top1_reference_njit_cuda_agree(dtype, nq, n, d):
+    rng = np.random.default_rng(n + d)
+    A = rng.standard_normal((n, d)).astype(dtype)
+    Q = rng.standard_normal((nq, d)).astype(dtype)
+    ref = V.top1_ref(Q, A)
+    got = V.top1(Q, A)
+    scores = (Q.astype(np.float64) @ A.astype(np.float64).T)
+    # equal, or a near-tie broken the other way by rounding
+    diff = got != ref
+    assert np.all(np.abs(scores[np.arange(nq), got] - scores[np.arange(nq), ref])[diff] < 1e-5)
+    assert diff.mean() <= 0.05
+    np.testing.assert_array_equal(V.top1_cuda(Q[:8], A), V.top1_ref(Q[:8], A))
+
+
+def test_top1_ties_take_the_first_index():
+    A = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
+    Q = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    np.testing.assert_array_equal(V.top1_ref(Q, A), [0, 1, 0])
+    np.testing.assert_array_equal(V.top1(Q, A), [0, 1, 0])
+    np.testing.assert_array_equal(V.top1_cuda(Q, A), [0, 1, 0])
+
+
+def test_top1_bad_input():
+    with pytest.raises(ValueError, match="columns"):
+        V.top1(np.ones((2, 3)), np.ones((5, 4)))
+    with pytest.raises(ValueError, match="non-empty"):
+        V.top1(np.ones((2, 3)), np.ones((0, 3)))
+
+
+def test_benchmark_small_runs():
+    out = V.benchmark("small", repeat=1)
+    assert out["njit top-1 equals numpy argmax"]
+    assert set(out["ratios"]) >= {"sampler: scipy / njit", "search: numpy matmul / njit"}
+    assert all(s > 0 for s in out["seconds"].values())
