@@ -13,8 +13,8 @@ sample) produce the same samples. Within a stream, attempt ``j`` uses the ``P = 
 counter ``j P``: ``d`` standard normals by Box-Muller (pairs of uniforms; ``Z = (1 + g_1/|g|)/2`` is the Beta draw,
 since the first coordinate of a uniform point on S^{d-1} has density proportional to ``(1-t^2)^{(d-3)/2}``), then
 ``U``. After the accepted attempt ``j``, the ``d`` normals from counter ``(j+1) P`` give the direction:
-``v = (g - <g, mu> mu) / |g - <g, mu> mu|``. The kernels regenerate the normals from their counters (three passes:
-``<g, mu>``, the norm, the output) instead of storing them, so a CUDA thread needs no local array.
+``v = (g - <g, mu> mu) / |g - <g, mu> mu|``. The kernels keep the normals in the sample's own output row while
+they need them, so a CUDA thread needs no local array.
 
 **Search.** ``top1(Q, A)``: for each query row of ``Q`` the index of the row of ``A`` with the largest inner product
 (the first one on ties). Reference: NumPy matrix products in chunks and ``argmax``; ``@njit``: tiles of queries
@@ -118,36 +118,48 @@ def _build_sampler(jit, uniform):
         return r * math.sin(_TWO_PI * u2)
 
     @jit
+    def normals(key, base, out_row):
+        "The d Box-Muller normals from counter `base` into out_row (both values of each pair are used)."
+        d = out_row.shape[0]
+        for p in range((d + 1) // 2):
+            u1 = uniform(key, base + 2 * p)
+            u2 = uniform(key, base + 2 * p + 1)
+            r = math.sqrt(-2.0 * math.log1p(-u1))
+            out_row[2 * p] = r * math.cos(_TWO_PI * u2)
+            if 2 * p + 1 < d:
+                out_row[2 * p + 1] = r * math.sin(_TWO_PI * u2)
+
+    @jit
     def sample_one(mu, kappa, b, x0, c, key, out_row):
+        "One vMF draw into out_row, which also holds the normals while they are needed (no other scratch)."
         d = mu.shape[0]
         P = 2 * ((d + 1) // 2) + 1
         attempt = 0
         w = 0.0
         while True:
             base = attempt * P
-            g0 = normal(key, base, 0)
-            ss = g0 * g0
-            for k in range(1, d):
-                gk = normal(key, base, k)
-                ss += gk * gk
-            Z = 0.5 * (1.0 + g0 / math.sqrt(ss))
+            normals(key, base, out_row)
+            ss = 0.0
+            for k in range(d):
+                ss += out_row[k] * out_row[k]
+            Z = 0.5 * (1.0 + out_row[0] / math.sqrt(ss))
             w = (1.0 - (1.0 + b) * Z) / (1.0 - (1.0 - b) * Z)
             U = uniform(key, base + P - 1)
             lhs = kappa * w + (d - 1) * math.log(1.0 - x0 * w) - c
             if U == 0.0 or lhs >= math.log(U):
                 break
             attempt += 1
-        base = (attempt + 1) * P
+        normals(key, (attempt + 1) * P, out_row)
         gm = 0.0
         for k in range(d):
-            gm += normal(key, base, k) * mu[k]
+            gm += out_row[k] * mu[k]
         vv = 0.0  # |g - <g, mu> mu|^2 summed directly: |g|^2 - <g, mu>^2 would cancel when g is near mu
         for k in range(d):
-            vk = normal(key, base, k) - gm * mu[k]
-            vv += vk * vk
+            out_row[k] -= gm * mu[k]
+            vv += out_row[k] * out_row[k]
         scale = math.sqrt(max(1.0 - w * w, 0.0)) / math.sqrt(vv)
         for k in range(d):
-            out_row[k] = w * mu[k] + scale * (normal(key, base, k) - gm * mu[k])
+            out_row[k] = w * mu[k] + scale * out_row[k]
 
     return sample_one
 
@@ -227,7 +239,7 @@ def top1_ref(Q, A, chunk: int = 256) -> np.ndarray:
     return out
 
 
-_TILE = 16  # queries per tile: each action row is read once per tile
+_TILE = 16  # queries per tile: each action row is read once per tile, while the tile stays in L1
 
 
 @njit(parallel=True, cache=True, fastmath=True)
@@ -240,18 +252,15 @@ def _top1_njit(Q, A, out):
         m = min(_TILE, nq - q0)
         best = np.full(_TILE, -np.inf)
         arg = np.zeros(_TILE, dtype=np.int64)
-        s = np.empty(_TILE, dtype=Q.dtype)
         for j in range(n):
             a = A[j]
             for r in range(m):
-                s[r] = 0.0
-            for k in range(d):
-                ak = a[k]
-                for r in range(m):
-                    s[r] += Q[q0 + r, k] * ak
-            for r in range(m):
-                if s[r] > best[r]:
-                    best[r] = s[r]
+                q = Q[q0 + r]
+                acc = 0.0
+                for k in range(d):  # contiguous rows: a vectorised dot product
+                    acc += q[k] * a[k]
+                if acc > best[r]:
+                    best[r] = acc
                     arg[r] = j
         for r in range(m):
             out[q0 + r] = arg[r]
