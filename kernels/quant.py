@@ -364,11 +364,12 @@ def dequantize_nf4_cuda(packed, absmax, shape, blocksize: int = 64, threads_per_
 # number of thresholds strictly below the value. Row r's codes are packed at b bits, the first code in the most
 # significant bits of a byte, from byte offsets[r] on (rows start on a byte). Decoding is levels[r, code] * absmax.
 
-def _check_rows(W, blocksize: int, bits) -> tuple[np.ndarray, np.ndarray]:
+def _check_rows(W, blocksize: int, bits, finite: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    "W as a C-contiguous float32 2-d array and bits as int64; finite=False skips the finiteness pass (the caller checks)."
     W = np.ascontiguousarray(np.asarray(W, dtype=np.float32))
     if W.ndim != 2 or W.size == 0:
         raise ValueError(f"W must be a non-empty 2-d array, got shape {W.shape}")
-    if not np.isfinite(W).all():
+    if finite and not np.isfinite(W).all():
         raise ValueError("W must be finite")
     if isinstance(blocksize, bool) or not isinstance(blocksize, (int, np.integer)) or blocksize < 1 \
             or W.shape[1] % blocksize:
@@ -428,87 +429,201 @@ def decode_rows_ref(packed, offsets, absmax, bits, levels, blocksize: int) -> np
     return out
 
 
-def _build_row_codec(b: int):
-    "@njit encode/decode of one row at b bits: the level count and codes per byte are compile-time constants."
-    n_thr, per, mask = (1 << b) - 1, 8 // b, (1 << b) - 1
-    lo, hi = np.float32(-1.0), np.float32(1.0)
+# The @njit row codecs are built per (bit width b, block length bs): bs in 32, 64, 128, 256 is a compile-time
+# constant, bs=0 takes the run-time `blocksize`. When a block fills whole bytes (blocksize * b a multiple of 8, so
+# every block and row starts on a byte), a block is cut into units of `ub` bytes (ub = gcd(8, bytes per block)), and
+# a unit's codes are held in one uint64, most significant bits first (the byte order of the packing):
+# * encode: the block's absmax is the integer max of the float32 bit patterns with the sign bit cleared (as for NF4),
+#   each value's code is a branch-free sum of its 2^b - 1 comparisons with the row's thresholds; at 1 bit the codes
+#   are OR-ed into the unit's word at their shifts (a vectorised reduction) and the word is stored byte by byte, at
+#   2 and 4 bits a byte's 4 or 2 codes are combined in registers, vectorised over the bytes (as NF4's quantize);
+# * decode: the block's 2^b levels are scaled once (level * absmax, the reference's float32 product), then each
+#   value is chosen from them by its code, taken from the word with a per-lane shift: selects at 1 and 2 bits (a
+#   vectorised loop without loads); at 4 bits a scalar look-up of the scaled 16-entry table per nibble.
+# Other block lengths (a block that ends inside a byte) take a value-by-value loop. Rows are processed in chunks of
+# about _CHUNK_VALUES values per prange task.
+
+def _build_row_codec(b: int, bs: int = 0):
+    "@njit encode/decode of one row at b bits per code, block length bs (0: the run-time `blocksize`)."
+    n_thr, per, mask, L = (1 << b) - 1, 8 // b, (1 << b) - 1, 1 << b
+    lo, hi, one, tiny = np.float32(-1.0), np.float32(1.0), np.float32(1.0), _TINY
+    magnitude = np.uint32(0x7FFFFFFF)
+    UB = math.gcd(8, bs * b // 8) if bs and (bs * b) % 8 == 0 else 0   # unit bytes, compile-time when bs is
+    BYTE_BLOCKS = bs == 0 or (bs * b) % 8 == 0
+    mask64 = np.uint64(mask)
 
     @njit(inline="always")
-    def encode(x, inv_row, blocksize, thr, out):
+    def count(v, t):
+        c = 0
+        for j in range(n_thr):
+            c += t[j] < v
+        return c
+
+    @njit
+    def encode(x, xbits, blocksize, thr, absmax, absbits, out):
+        B = bs if bs else blocksize
         C = x.size
+        nb = C // B
+        t = thr[:n_thr].copy()          # a local copy: the loads do not alias the stores
+        if BYTE_BLOCKS and (B * b) % 8 == 0:
+            BB = B * b // 8
+            ub = UB if bs else (8 if BB % 8 == 0 else (4 if BB % 4 == 0 else (2 if BB % 2 == 0 else 1)))
+            uc = ub * per
+            for q in range(nb):
+                xs = x[q * B:(q + 1) * B]
+                xbs = xbits[q * B:(q + 1) * B]
+                m = np.uint32(0)
+                for i in range(B):
+                    m = max(m, xbs[i] & magnitude)
+                absbits[q] = m
+                inv = one / max(absmax[q], tiny)
+                os = out[q * BB:(q + 1) * BB]
+                if b == 1:   # a unit's codes OR-ed into a word (a vectorised reduction over the values)
+                    for u in range(BB // ub):
+                        us = xs[u * uc:(u + 1) * uc]
+                        w = np.uint64(0)
+                        for i in range(uc):
+                            v = min(max(us[i] * inv, lo), hi)
+                            w |= np.uint64(count(v, t)) << np.uint64(64 - b * (i + 1))
+                        o = os[u * ub:(u + 1) * ub]
+                        for j in range(ub):
+                            o[j] = np.uint8((w >> np.uint64(56 - 8 * j)) & np.uint64(255))
+                    continue
+                for k in range(BB):   # 2 and 4 bits: a byte's codes at once, vectorised over the bytes
+                    byte = 0
+                    for h in range(per):
+                        byte |= count(min(max(xs[per * k + h] * inv, lo), hi), t) << (8 - b * (h + 1))
+                    os[k] = byte
+            return
+        inv = np.empty(nb, np.float32)
+        for q in range(nb):
+            m = np.uint32(0)
+            for i in range(q * B, (q + 1) * B):
+                m = max(m, xbits[i] & magnitude)
+            absbits[q] = m
+            inv[q] = one / max(absmax[q], tiny)
         for k in range(out.size):
             byte = 0
             for h in range(per):
                 i = k * per + h
                 c = 0
                 if i < C:
-                    v = min(max(x[i] * inv_row[i // blocksize], lo), hi)
-                    for j in range(n_thr):
-                        c += thr[j] < v
+                    c = count(min(max(x[i] * inv[i // B], lo), hi), t)
                 byte |= c << (8 - b * (h + 1))
             out[k] = byte
 
-    @njit(inline="always")
-    def decode(row, scale, blocksize, lev, out):
+    @njit
+    def decode(row, scale, blocksize, lev, tab, out):
+        B = bs if bs else blocksize
         C = out.size
-        if (blocksize * b) % 8 == 0:   # blocks start on a byte: one scaled table per block, no per-value tests
-            tab = np.empty(1 << b, np.float32)
-            bpb = blocksize * b // 8       # bytes per block
+        if BYTE_BLOCKS and (B * b) % 8 == 0:
+            BB = B * b // 8
+            ub = UB if bs else (8 if BB % 8 == 0 else (4 if BB % 4 == 0 else (2 if BB % 2 == 0 else 1)))
+            uc = ub * per
             for q in range(scale.size):
                 s = scale[q]
-                for j in range(1 << b):
-                    tab[j] = lev[j] * s
-                i = q * blocksize
-                for k in range(q * bpb, (q + 1) * bpb):
-                    byte = row[k]
-                    for h in range(per):
-                        out[i] = tab[(byte >> (8 - b * (h + 1))) & mask]
-                        i += 1
+                rs = row[q * BB:(q + 1) * BB]
+                os = out[q * B:(q + 1) * B]
+                if b == 4:
+                    for j in range(16):
+                        tab[j] = lev[j] * s
+                    for k in range(BB):
+                        byte = rs[k]
+                        os[2 * k] = tab[byte >> 4]
+                        os[2 * k + 1] = tab[byte & 15]
+                    continue
+                a0 = lev[0] * s
+                a1 = lev[1] * s
+                a2 = lev[2 % L] * s
+                a3 = lev[3 % L] * s
+                for u in range(BB // ub):
+                    us = rs[u * ub:(u + 1) * ub]
+                    w = np.uint64(0)
+                    for j in range(ub):
+                        w |= np.uint64(us[j]) << np.uint64(56 - 8 * j)
+                    o = os[u * uc:(u + 1) * uc]
+                    for i in range(uc):
+                        c = (w >> np.uint64(64 - b * (i + 1))) & mask64
+                        if b == 1:
+                            o[i] = a1 if c else a0
+                        else:
+                            o[i] = (a3 if c & 1 else a2) if c & 2 else (a1 if c & 1 else a0)
             return
-        for k in range(row.size):
-            byte = row[k]
-            for h in range(per):
-                i = k * per + h
-                if i < C:
-                    out[i] = lev[(byte >> (8 - b * (h + 1))) & mask] * scale[i // blocksize]
+        for i in range(C):   # a block that ends inside a byte: value by value
+            c = (row[(i * b) >> 3] >> (8 - b - ((i * b) & 7))) & mask
+            out[i] = lev[c] * scale[i // B]
 
     return encode, decode
 
 
-(_enc1, _dec1), (_enc2, _dec2), (_enc4, _dec4) = (_build_row_codec(b) for b in (1, 2, 4))
+def _build_row_dispatch(b: int):
+    "encode/decode of one row at b bits, choosing the loops specialised for the block length."
+    (e32, d32), (e64, d64), (e128, d128), (e256, d256), (eany, dany) = (
+        _build_row_codec(b, bs) for bs in (32, 64, 128, 256, 0))
+
+    @njit(inline="always")
+    def encode(x, xbits, blocksize, thr, absmax, absbits, out):
+        if blocksize == 64:
+            e64(x, xbits, blocksize, thr, absmax, absbits, out)
+        elif blocksize == 32:
+            e32(x, xbits, blocksize, thr, absmax, absbits, out)
+        elif blocksize == 128:
+            e128(x, xbits, blocksize, thr, absmax, absbits, out)
+        elif blocksize == 256:
+            e256(x, xbits, blocksize, thr, absmax, absbits, out)
+        else:
+            eany(x, xbits, blocksize, thr, absmax, absbits, out)
+
+    @njit(inline="always")
+    def decode(row, scale, blocksize, lev, tab, out):
+        if blocksize == 64:
+            d64(row, scale, blocksize, lev, tab, out)
+        elif blocksize == 32:
+            d32(row, scale, blocksize, lev, tab, out)
+        elif blocksize == 128:
+            d128(row, scale, blocksize, lev, tab, out)
+        elif blocksize == 256:
+            d256(row, scale, blocksize, lev, tab, out)
+        else:
+            dany(row, scale, blocksize, lev, tab, out)
+
+    return encode, decode
+
+
+(_enc1, _dec1), (_enc2, _dec2), (_enc4, _dec4) = (_build_row_dispatch(b) for b in (1, 2, 4))
 
 
 @njit(parallel=True, cache=True)
 def _encode_rows_core(W, blocksize, bits, thr, offsets, packed, absmax):
     R, C = W.shape
-    tiny, one = np.float32(1e-38), np.float32(1.0)
-    for r in prange(R):
-        inv = np.empty(C // blocksize, np.float32)
-        for q in range(C // blocksize):
-            m = np.float32(0.0)
-            for i in range(q * blocksize, (q + 1) * blocksize):
-                m = max(m, abs(W[r, i]))
-            absmax[r, q] = m
-            inv[q] = one / max(m, tiny)
-        out = packed[offsets[r]:offsets[r + 1]]
-        if bits[r] == 1:
-            _enc1(W[r], inv, blocksize, thr[r], out)
-        elif bits[r] == 2:
-            _enc2(W[r], inv, blocksize, thr[r], out)
-        else:
-            _enc4(W[r], inv, blocksize, thr[r], out)
+    Wbits = W.view(np.uint32)
+    absbits = absmax.view(np.uint32)
+    per = max(1, _CHUNK_VALUES // C)   # rows per task
+    for ch in prange((R + per - 1) // per):
+        for r in range(ch * per, min(R, (ch + 1) * per)):
+            out = packed[offsets[r]:offsets[r + 1]]
+            if bits[r] == 1:
+                _enc1(W[r], Wbits[r], blocksize, thr[r], absmax[r], absbits[r], out)
+            elif bits[r] == 2:
+                _enc2(W[r], Wbits[r], blocksize, thr[r], absmax[r], absbits[r], out)
+            else:
+                _enc4(W[r], Wbits[r], blocksize, thr[r], absmax[r], absbits[r], out)
 
 
 @njit(parallel=True, cache=True)
 def _decode_rows_core(packed, offsets, absmax, bits, levels, blocksize, out):
-    for r in prange(out.shape[0]):
-        row = packed[offsets[r]:offsets[r + 1]]
-        if bits[r] == 1:
-            _dec1(row, absmax[r], blocksize, levels[r], out[r])
-        elif bits[r] == 2:
-            _dec2(row, absmax[r], blocksize, levels[r], out[r])
-        else:
-            _dec4(row, absmax[r], blocksize, levels[r], out[r])
+    R, C = out.shape
+    per = max(1, _CHUNK_VALUES // C)   # rows per task
+    for ch in prange((R + per - 1) // per):
+        tab = np.empty(16, np.float32)
+        for r in range(ch * per, min(R, (ch + 1) * per)):
+            row = packed[offsets[r]:offsets[r + 1]]
+            if bits[r] == 1:
+                _dec1(row, absmax[r], blocksize, levels[r], tab, out[r])
+            elif bits[r] == 2:
+                _dec2(row, absmax[r], blocksize, levels[r], tab, out[r])
+            else:
+                _dec4(row, absmax[r], blocksize, levels[r], tab, out[r])
 
 
 def _pad16(a, R) -> np.ndarray:
@@ -521,21 +636,31 @@ def _pad16(a, R) -> np.ndarray:
 
 
 def encode_rows(W, blocksize: int, bits, thresholds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    "CPU kernel (parallel over rows, one specialised loop per bit width) for `encode_rows_ref`."
-    W, bits = _check_rows(W, blocksize, bits)
+    """CPU kernel (parallel over chunks of rows, loops specialised per bit width and block length) for
+    `encode_rows_ref`. Finiteness is checked without a pass of its own: a block's absmax (the max of its |x| bit
+    patterns) is inf or NaN exactly when the block holds an inf or a NaN."""
+    W, bits = _check_rows(W, blocksize, bits, finite=False)
     R, C = W.shape
     offsets = row_offsets(bits, C)
     packed = np.empty(offsets[-1], np.uint8)
     absmax = np.empty((R, C // blocksize), np.float32)
     _encode_rows_core(W, blocksize, bits, _pad16(thresholds, R), offsets, packed, absmax)
+    if not np.isfinite(absmax).all():
+        raise ValueError("W must be finite")
     return packed, offsets, absmax
 
 
-def decode_rows(packed, offsets, absmax, bits, levels, blocksize: int) -> np.ndarray:
-    "CPU kernel (parallel over rows) for `decode_rows_ref`."
+def decode_rows(packed, offsets, absmax, bits, levels, blocksize: int, out: np.ndarray | None = None) -> np.ndarray:
+    """CPU kernel (parallel over chunks of rows) for `decode_rows_ref`.
+
+    `out`, a C-contiguous float32 array of shape (R, C), receives the result if given (no new array)."""
     absmax = np.ascontiguousarray(absmax, dtype=np.float32)
     R, nb = absmax.shape
-    out = np.empty((R, nb * blocksize), np.float32)
+    if out is None:
+        out = np.empty((R, nb * blocksize), np.float32)
+    elif not (isinstance(out, np.ndarray) and out.dtype == np.float32 and out.flags.c_contiguous
+              and out.shape == (R, nb * blocksize)):
+        raise ValueError(f"out must be a C-contiguous float32 array of shape {(R, nb * blocksize)}")
     _decode_rows_core(np.ascontiguousarray(packed), np.asarray(offsets, np.int64), absmax,
                       np.asarray(bits, np.int64), _pad16(levels, R), blocksize, out)
     return out

@@ -191,3 +191,67 @@ def test_njit_quantize_rejects_non_finite_anywhere(bad):
         W[where] = bad
         with pytest.raises(ValueError, match="W must be finite"):
             Q.quantize_nf4(W, bs)
+
+
+@pytest.mark.parametrize("bs", [1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128, 256])
+def test_mixed_width_njit_edge_cases_match_reference(bs):
+    "Every width mixed, specialised and run-time block lengths, blocks ending inside a byte, zero blocks, exact ties."
+    rng = np.random.default_rng(100 + bs)
+    for C in sorted({bs, 2 * bs, 3 * bs, bs * (-(-12 // bs)), 4 * bs, 256 // bs * bs or bs, 1024 // bs * bs}):
+        R = 13
+        bits = np.resize(np.array([1, 2, 4, 4, 2, 1]), R)
+        thr, lev = _row_tables(rng, R, bits)
+        W = (rng.standard_t(3, size=(R, C)) * 10.0 ** rng.uniform(-20, 20, (R, 1))).astype(np.float32)
+        W[0, :bs] = 0                                          # all-zero blocks
+        W[R - 1] = 0                                           # an all-zero row
+        W[2, :bs] = -0.0
+        W[1, :bs] *= np.float32(1e-39)                         # subnormal values: the 1e-38 guard
+        # values that normalise exactly onto the row's thresholds (a block whose absmax is 1) and onto +-1
+        for r in range(3, R - 1):
+            n_thr = (1 << int(bits[r])) - 1
+            vals = np.concatenate([thr[r, :n_thr], [1.0, -1.0, 0.0, np.nextafter(thr[r, 0], np.float32(2))]])
+            blk = np.resize(vals, bs).astype(np.float32)
+            blk[0] = 1.0
+            W[r, :bs] = blk
+        W[R - 2, -bs:] = np.float32(-3.5)                      # a constant block: every value at -1
+        ref = Q.encode_rows_ref(W, bs, bits, thr)
+        got = Q.encode_rows(W, bs, bits, thr)
+        assert np.array_equal(got[0], ref[0]), (bs, C)
+        assert np.array_equal(got[1], ref[1]), (bs, C)
+        assert np.array_equal(got[2].view(np.uint32), ref[2].view(np.uint32)), (bs, C)
+        D = Q.decode_rows_ref(*ref, bits, lev, bs)
+        assert np.array_equal(Q.decode_rows(*ref, bits, lev, bs).view(np.uint32), D.view(np.uint32)), (bs, C)
+        buf = np.full((R, C), np.nan, np.float32)
+        assert Q.decode_rows(*ref, bits, lev, bs, out=buf) is buf and np.array_equal(buf, D), (bs, C)
+
+
+@pytest.mark.parametrize("width", [1, 2, 4])
+def test_mixed_width_njit_single_width_short_rows_and_many_tasks(width):
+    "Rows whose codes do not fill the last byte (C * b not a multiple of 8) and enough rows for several tasks."
+    rng = np.random.default_rng(200 + width)
+    for R, C, bs in [(3, 12, 12), (4, 12, 4), (2, 3, 3), (5, 10, 5), (1, 1, 1), (40, 2048, 64), (70000 // 64, 64, 32)]:
+        bits = np.full(R, width)
+        thr, lev = _row_tables(rng, R, bits)
+        W = rng.standard_normal((R, C)).astype(np.float32)
+        ref = Q.encode_rows_ref(W, bs, bits, thr)
+        got = Q.encode_rows(W, bs, bits, thr)
+        assert all(np.array_equal(a, b) for a, b in zip(ref, got)), (R, C, bs)
+        assert np.array_equal(Q.decode_rows(*got, bits, lev, bs), Q.decode_rows_ref(*ref, bits, lev, bs)), (R, C, bs)
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_mixed_width_njit_rejects_non_finite_anywhere(bad):
+    "encode_rows finds non-finite values through the blocks' absmax (no separate pass)."
+    for R, C, bs, where in [(6, 128, 64, (5, 127)), (6, 128, 64, (0, 0)), (3, 12, 12, (1, 11)), (4, 21, 7, (2, 9))]:
+        W = np.ones((R, C), np.float32)
+        W[where] = bad
+        with pytest.raises(ValueError, match="W must be finite"):
+            Q.encode_rows(W, bs, np.resize([1, 2, 4], R), np.zeros((R, 15)))
+
+
+def test_decode_rows_bad_out():
+    W = np.ones((2, 8), np.float32)
+    enc = Q.encode_rows(W, 4, [1, 2], np.zeros((2, 3)))
+    for out in (np.empty((2, 8), np.float64), np.empty((2, 16), np.float32)[:, ::2], np.empty((8, 2), np.float32)):
+        with pytest.raises(ValueError, match="out must be"):
+            Q.decode_rows(*enc, [1, 2], np.zeros((2, 4)), 4, out=out)
