@@ -1,0 +1,99 @@
+"""kernels/hclust.py: oracle vote counting and Dasgupta's cost, NumPy reference vs @njit vs CUDA (simulator)."""
+import itertools
+
+import numpy as np
+import pytest
+from scipy.cluster.hierarchy import linkage
+
+from icml25nb.kernels import hclust as H
+
+
+def _tree(n, seed, method="average"):
+    return linkage(np.random.default_rng(seed).standard_normal((n, 3)), method)
+
+
+def _brute_S(Z):
+    n = len(Z) + 1
+    members = {i: {i} for i in range(n)}
+    for i, (a, b, _, _) in enumerate(Z):
+        members[n + i] = members[int(a)] | members[int(b)]
+    S = np.zeros((n, n), dtype=np.int64)
+    for u, v in itertools.permutations(range(n), 2):
+        S[u, v] = min(len(m) for m in members.values() if u in m and v in m)
+    return S
+
+
+def _S(Z):
+    order, rg = H.leaf_ranges(Z)
+    n = len(Z) + 1
+    S = np.zeros((n, n), dtype=np.int64)
+    for a, b, c in rg:
+        S[np.ix_(order[a:b], order[b:c])] = c - a
+    return S + S.T
+
+
+@pytest.mark.parametrize("n,method", [(2, "single"), (9, "average"), (17, "ward"), (30, "complete")])
+def test_leaf_ranges_give_lca_sizes(n, method):
+    Z = _tree(n, n, method)
+    np.testing.assert_array_equal(_S(Z), _brute_S(Z))
+
+
+@pytest.mark.parametrize("n", [3, 10, 40])
+def test_merge_costs_reference_njit_cuda_and_brute_force(n):
+    rng = np.random.default_rng(n)
+    Z = _tree(n, n + 1)
+    W = rng.random((n, n))
+    W = (W + W.T) / 2
+    np.fill_diagonal(W, 0)
+    S = _brute_S(Z)
+    brute = sum(W[u, v] * S[u, v] for u in range(n) for v in range(u + 1, n))
+    ref = H.merge_costs_ref(W, Z)
+    assert ref.sum() == pytest.approx(brute, rel=1e-12)
+    np.testing.assert_allclose(H.merge_costs(W, Z), ref, rtol=1e-12)
+    np.testing.assert_allclose(H.merge_costs_cuda(W, Z), ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.2, 0.45])
+def test_votes_reference_njit_cuda_agree(p):
+    n = 24
+    S = _S(_tree(n, 3))
+    rng = np.random.default_rng(1)
+    pairs = np.array(list(itertools.combinations(range(n), 2)))
+    wit = rng.integers(0, n, (len(pairs), 11))
+    ref = H.count_votes_ref(S, pairs, wit, p, seed=5)
+    np.testing.assert_array_equal(H.count_votes(S, pairs, wit, p, seed=5), ref)
+    np.testing.assert_array_equal(H.count_votes_cuda(S, pairs[:60], wit[:60], p, seed=5), ref[:60])
+
+
+def test_votes_truthful_and_persistent():
+    n = 20
+    Z = _tree(n, 7)
+    S = _brute_S(Z)
+    pairs = np.array(list(itertools.combinations(range(n), 2)))
+    wit = np.tile(np.arange(n), (len(pairs), 1))
+    # perfect oracle: the witnesses outside the pair's LCA are exactly those that split away
+    np.testing.assert_array_equal(H.count_votes(S, pairs, wit, 0.0, 1), n - S[pairs[:, 0], pairs[:, 1]])
+    T = np.array(list(itertools.combinations(range(n), 3)))
+    a = H.oracle_answer_ref(S, T[:, 0], T[:, 1], T[:, 2], 0.3, 9)
+    for perm in itertools.permutations(range(3)):  # the same answer in any order
+        np.testing.assert_array_equal(H.oracle_answer_ref(S, *T[:, perm].T, 0.3, 9), a)
+    truth = H.oracle_answer_ref(S, *T.T, 0.0, 9)
+    assert abs(np.mean(a != truth) - 0.3) < 0.03
+    assert np.isin(a, T).all() and (a[:, None] == T).any(axis=1).all()
+
+
+def test_votes_bad_input():
+    S = _S(_tree(6, 0))
+    pairs, wit = np.array([[0, 1]]), np.array([[2, 3]])
+    with pytest.raises(ValueError, match="p must"):
+        H.count_votes(S, pairs, wit, 0.5, 0)
+    with pytest.raises(ValueError, match="witnesses must"):
+        H.count_votes(S, pairs, np.array([[9, 3]]), 0.1, 0)
+    with pytest.raises(ValueError, match="pairs must be"):
+        H.count_votes(S, np.array([0, 1]), wit, 0.1, 0)
+
+
+def test_benchmark_small_runs():
+    out = H.benchmark("small", repeat=1)
+    assert out["njit votes equal the reference"]
+    assert all(s > 0 for s in out["seconds"].values())
