@@ -77,7 +77,9 @@ def count_votes_ref(S, pairs, witnesses, p: float, seed: int) -> np.ndarray:
     return ((ans == witnesses) & valid).sum(axis=1).astype(np.int64)
 
 
-def _build_answer(jit, stream_key, uniform):
+def _build_votes(jit, stream_key, uniform):
+    "The oracle's answer to one triplet and the vote count of one pair, compiled with `jit` (CPU or CUDA)."
+
     @jit
     def answer(S, u, v, w, p, seed):
         n = S.shape[0]
@@ -98,23 +100,28 @@ def _build_answer(jit, stream_key, uniform):
             return o2 if uniform(key, 1) < 0.5 else o1
         return truth
 
-    return answer
+    @jit
+    def votes(S, pairs, witnesses, i, p, seed):
+        "How many witnesses of pair i the oracle names as splitting away."
+        u, v = pairs[i, 0], pairs[i, 1]
+        c = 0
+        for j in range(witnesses.shape[1]):
+            w = witnesses[i, j]
+            if w != u and w != v and answer(S, u, v, w, p, seed) == w:
+                c += 1
+        return c
+
+    return votes
 
 
-_answer = _build_answer(njit(inline="always"), R.stream_key, R.uniform)
-_cuda_answer = _build_answer(lambda f: cuda.jit(device=True)(f), R.cuda_stream_key, R.cuda_uniform)
+_votes = _build_votes(njit(inline="always"), R.stream_key, R.uniform)
+_cuda_votes = _build_votes(lambda f: cuda.jit(device=True)(f), R.cuda_stream_key, R.cuda_uniform)
 
 
 @njit(parallel=True, cache=True)
 def _votes_njit(S, pairs, witnesses, p, seed, out):
     for i in prange(pairs.shape[0]):
-        u, v = pairs[i, 0], pairs[i, 1]
-        c = 0
-        for j in range(witnesses.shape[1]):
-            w = witnesses[i, j]
-            if w != u and w != v and _answer(S, u, v, w, p, seed) == w:
-                c += 1
-        out[i] = c
+        out[i] = _votes(S, pairs, witnesses, i, p, seed)
 
 
 def count_votes(S, pairs, witnesses, p: float, seed: int) -> np.ndarray:
@@ -130,13 +137,7 @@ def count_votes(S, pairs, witnesses, p: float, seed: int) -> np.ndarray:
 def _votes_cuda_kernel(S, pairs, witnesses, p, seed, out):
     i = cuda.grid(1)
     if i < pairs.shape[0]:
-        u, v = pairs[i, 0], pairs[i, 1]
-        c = 0
-        for j in range(witnesses.shape[1]):
-            w = witnesses[i, j]
-            if w != u and w != v and _cuda_answer(S, u, v, w, p, seed) == w:
-                c += 1
-        out[i] = c
+        out[i] = _cuda_votes(S, pairs, witnesses, i, p, seed)
 
 
 def count_votes_cuda(S, pairs, witnesses, p: float, seed: int, threads_per_block: int = 128) -> np.ndarray:

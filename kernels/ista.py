@@ -46,8 +46,8 @@ def _check(X, y, beta1, beta2, lr, iters, a_star, log_at):
     y = np.ascontiguousarray(y, dtype=np.float64)
     if y.shape != (B, N):
         raise ValueError(f"y must have shape {(B, N)}, got {y.shape}")
-    vec = lambda name, v: np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtype=np.float64), (B,)))
-    beta1, beta2, lr = vec("beta1", beta1), vec("beta2", beta2), vec("lr", lr)
+    vec = lambda v: np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtype=np.float64), (B,)))
+    beta1, beta2, lr = vec(beta1), vec(beta2), vec(lr)
     if not (np.isfinite(X).all() and np.isfinite(y).all()):
         raise ValueError("X and y must be finite")
     if (beta1 < 0).any() or (beta2 < 0).any():
@@ -92,6 +92,35 @@ def ista_batch_ref(X, y, beta1, beta2=0.0, lr=None, iters: int = 1000, a_star=No
     return a, train, test
 
 
+def _build_steps(jit):
+    "The residual of one row and the proximal update of one coordinate, compiled with `jit` (CPU or CUDA)."
+
+    @jit
+    def residual(X, y, b, a, i):
+        s = 0.0
+        for j in range(X.shape[2]):
+            s += X[b, i, j] * a[j]
+        return s - y[b, i]
+
+    @jit
+    def prox_update(X, b, r, a, j, step, thr, beta2):
+        g = beta2 * a[j]
+        for i in range(X.shape[1]):
+            g += X[b, i, j] * r[i]
+        z = a[j] - step * g
+        if z > thr:
+            return z - thr
+        if z < -thr:
+            return z + thr
+        return 0.0
+
+    return residual, prox_update
+
+
+_residual, _prox_update = _build_steps(njit(inline="always"))
+_cuda_residual, _cuda_prox_update = _build_steps(lambda f: cuda.jit(device=True)(f))
+
+
 @njit(parallel=True, cache=True, fastmath=False)
 def _ista_njit(X, y, beta1, beta2, lr, iters, a_star, has_star, log_at, A, train, test):
     B, N, n = X.shape
@@ -105,10 +134,7 @@ def _ista_njit(X, y, beta1, beta2, lr, iters, a_star, has_star, log_at, A, train
         k = 0
         for t in range(iters + 1):
             for i in range(N):
-                s = 0.0
-                for j in range(n):
-                    s += X[b, i, j] * a[j]
-                r[i] = s - y[b, i]
+                r[i] = _residual(X, y, b, a, i)
             if k < log_at.size and log_at[k] == t:
                 s = 0.0
                 for i in range(N):
@@ -123,18 +149,8 @@ def _ista_njit(X, y, beta1, beta2, lr, iters, a_star, has_star, log_at, A, train
                 k += 1
             if t == iters:
                 break
-            step, thr = lr[b], lr[b] * beta1[b]
-            for j in range(n):
-                g = beta2[b] * a[j]
-                for i in range(N):
-                    g += X[b, i, j] * r[i]
-                z = a[j] - step * g
-                if z > thr:
-                    a[j] = z - thr
-                elif z < -thr:
-                    a[j] = z + thr
-                else:
-                    a[j] = 0.0
+            for j in range(n):  # r holds the residual of the old iterate, so a[j] can be overwritten in place
+                a[j] = _prox_update(X, b, r, a, j, lr[b], lr[b] * beta1[b], beta2[b])
         for j in range(n):
             A[b, j] = a[j]
 
@@ -167,10 +183,7 @@ def _ista_cuda_kernel(X, y, beta1, beta2, lr, iters, a_star, has_star, log_at, A
     k = 0
     for t in range(iters + 1):
         for i in range(t0, N, _THREADS):
-            s = 0.0
-            for j in range(n):
-                s += X[b, i, j] * a[j]
-            r[i] = s - y[b, i]
+            r[i] = _cuda_residual(X, y, b, a, i)
         cuda.syncthreads()
         if k < log_at.size and log_at[k] == t:
             if t0 == 0:
@@ -189,18 +202,8 @@ def _ista_cuda_kernel(X, y, beta1, beta2, lr, iters, a_star, has_star, log_at, A
         cuda.syncthreads()
         if t == iters:
             break
-        step, thr = lr[b], lr[b] * beta1[b]
         for j in range(t0, n, _THREADS):  # each thread owns its coordinates: reads of a[j] and writes do not race
-            g = beta2[b] * a[j]
-            for i in range(N):
-                g += X[b, i, j] * r[i]
-            z = a[j] - step * g
-            if z > thr:
-                a[j] = z - thr
-            elif z < -thr:
-                a[j] = z + thr
-            else:
-                a[j] = 0.0
+            a[j] = _cuda_prox_update(X, b, r, a, j, lr[b], lr[b] * beta1[b], beta2[b])
         cuda.syncthreads()
     for j in range(t0, n, _THREADS):
         A[b, j] = a[j]
