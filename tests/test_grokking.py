@@ -1,0 +1,64 @@
+"""The grokking chapter's pieces beyond its notebook: the full-scale modular-arithmetic path, depth, bad input."""
+import copy
+
+import numpy as np
+import pytest
+
+from icml25nb.optim import grokking as G
+
+
+def test_full_scale_mlp_branch_runs_and_plots(monkeypatch):
+    "The `full` configuration's MLP runs (shrunk here) land in the result and in their own figure."
+    small = copy.deepcopy(G.SCALE_CONFIG["fast"])
+    small.update(cs_instances=2, cs_iters=3000, mc_instances=1, mc_iters=300, deep_iters=2000,
+                 mlp=dict(p=7, frac=0.5, steps=60, runs=((None, 0.0), ("l2", 1e-2), ("l1", 1e-3))))
+    monkeypatch.setitem(G.SCALE_CONFIG, "full", small)
+    r = G.experiment("full", seed=3)
+    assert set(r["mlp"]) == {"none", "l2", "l1"}
+    for run in r["mlp"].values():
+        tr = run["trace"]
+        assert tr["t"][-1] == 60 and len(tr["t"]) == len(tr["test"]) == len(tr["l2"])
+        assert np.all((0 <= tr["test"]) & (tr["test"] <= 1))
+    figs = G.plots(r)
+    assert "mlp" in figs
+
+
+def test_penalties_shrink_their_own_norm():
+    "With the same seed and steps, the l1 penalty gives the smallest l1 norm and the l2 penalty the smallest l2 norm."
+    data = G.modular_data(p=11, frac=0.5, seed=1)
+    runs = {pen: G.train_modular(data, pen, b, steps=300, log_every=300, seed=1)
+            for pen, b in ((None, 0.0), ("l1", 3e-3), ("l2", 3e-2))}
+    assert runs["l1"]["l1"][-1] < runs[None]["l1"][-1]
+    assert runs["l2"]["l2"][-1] < runs[None]["l2"][-1]
+
+
+def test_acc_times():
+    tr = dict(t=np.array([0, 10, 20, 30]), train=np.array([0.1, 1.0, 1.0, 1.0]), test=np.array([0.0, 0.1, 0.5, 0.95]))
+    assert G.acc_times(tr) == (10, 30)
+    assert G.acc_times(tr, generalise=0.99) == (10, None)
+
+
+def test_deep_depth_one_is_plain_gradient_descent():
+    "Depth 1 from zero converges to the minimum-norm interpolant; depth 2 recovers the sparse signal."
+    p = G.cs_problem(n=60, s=3, N=30, seed=5)
+    d1 = G.deep_linear_cs(p, depth=1, iters=4000)
+    mn = np.linalg.pinv(p.X) @ p.y
+    assert abs(d1["test"][-1] - np.linalg.norm(mn - p.a_star) / np.linalg.norm(p.a_star)) < 1e-6
+    d2 = G.deep_linear_cs(p, depth=2, iters=20000)
+    assert d2["test"][-1] < 0.05
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(penalty="l3"), "penalty"), (dict(penalty="l1", beta=-1.0), "beta"), (dict(steps=0), "steps"),
+])
+def test_train_modular_bad_input(kwargs, match):
+    data = G.modular_data(p=5, frac=0.5, seed=0)
+    with pytest.raises(ValueError, match=match):
+        G.train_modular(data, **kwargs)
+
+
+def test_modular_data_bad_input():
+    with pytest.raises(ValueError, match="frac"):
+        G.modular_data(p=7, frac=1.0)
+    with pytest.raises(ValueError, match="p must"):
+        G.modular_data(p=1.5)
