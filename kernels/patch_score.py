@@ -11,8 +11,9 @@ memory at once, and at low noise the softmax is extremely peaked, so every imple
 with a running maximum (the log-sum-exp trick): nothing of size M x P is held.
 
 Three implementations with one meaning: ``patch_softmax_mean_ref`` (NumPy, keys in chunks), ``patch_softmax_mean``
-(inner products of each chunk of keys from one BLAS product, then an ``@njit`` pass, parallel over queries,
-that turns them into logits and folds them into the running sums, skipping the exponentials that underflow) and ``patch_softmax_mean_cuda`` (one thread per query, keys staged through
+(queries split over worker threads; in each, the inner products with a chunk of keys come from one BLAS product and
+an ``@njit`` pass turns them into logits and folds them into the running sums, skipping the exponentials that
+underflow) and ``patch_softmax_mean_cuda`` (one thread per query, keys staged through
 shared memory in tiles). ``benchmark`` compares them with a torch implementation (unfold + matmul + softmax).
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import cuda, njit, prange
+from numba import cuda, njit
 
 from icml25nb.kernels._bench import best_time as _best_time
 
@@ -72,12 +73,12 @@ def patch_softmax_mean_ref(Q, K, V, scale: float, chunk: int = 4096) -> np.ndarr
 _CHUNK = 2048  # keys per BLAS product
 
 
-@njit(parallel=True, cache=True)
+@njit(nogil=True, cache=True)
 def _update_njit(G, qn, kn, V, scale, mx, s, w):
     "Fold one chunk of keys into the running (max, sum, weighted sum) of every query; G holds Q @ K_chunk^T."
     M, nk = G.shape
     c = V.shape[1]
-    for i in prange(M):
+    for i in range(M):
         row = G[i]
         bmax = -np.inf
         for j in range(nk):
@@ -93,25 +94,54 @@ def _update_njit(G, qn, kn, V, scale, mx, s, w):
                 w[i, q] *= shrink
             mx[i] = bmax
         m = mx[i]
+        if c == 1:  # one value per key (the ELS and LS machines): scalar accumulators
+            si, wi = 0.0, 0.0
+            for j in range(nk):
+                z = row[j] - m
+                if z > -745.0:  # exp(z) is exactly 0.0 in float64 below this: skipping it changes nothing
+                    e = math.exp(z)
+                    si += e
+                    wi += e * V[j, 0]
+            s[i] += si
+            w[i, 0] += wi
+            continue
         for j in range(nk):
             z = row[j] - m
-            if z > -745.0:  # exp(z) is exactly 0.0 in float64 below this: skipping it changes nothing
+            if z > -745.0:
                 e = math.exp(z)
                 s[i] += e
                 for q in range(c):
                     w[i, q] += e * V[j, q]
 
 
-def patch_softmax_mean(Q, K, V, scale: float, chunk: int = _CHUNK) -> np.ndarray:
-    "CPU kernel for `patch_softmax_mean_ref`: inner products of a chunk of keys from BLAS, softmax folded in by @njit."
-    Q, K, V, scale, vector = _check(Q, K, V, scale)
-    M = Q.shape[0]
-    qn, kn = np.einsum("md,md->m", Q, Q), np.einsum("pd,pd->p", K, K)
-    mx, s, w = np.full(M, -np.inf), np.zeros(M), np.zeros((M, V.shape[1]))
+def _stream_block(Q, K, V, kn, scale, chunk):
+    "All keys, chunk by chunk, for one block of queries (one worker thread; BLAS and the @njit pass release the GIL)."
+    qn = np.einsum("md,md->m", Q, Q)
+    mx, s, w = np.full(len(Q), -np.inf), np.zeros(len(Q)), np.zeros((len(Q), V.shape[1]))
     for p0 in range(0, K.shape[0], chunk):
-        G = Q @ K[p0:p0 + chunk].T
-        _update_njit(G, qn, kn[p0:p0 + chunk], V[p0:p0 + chunk], scale, mx, s, w)
-    out = w / s[:, None]
+        _update_njit(Q @ K[p0:p0 + chunk].T, qn, kn[p0:p0 + chunk], V[p0:p0 + chunk], scale, mx, s, w)
+    return w / s[:, None]
+
+
+def patch_softmax_mean(Q, K, V, scale: float, chunk: int = _CHUNK) -> np.ndarray:
+    """CPU kernel for `patch_softmax_mean_ref`: queries split over worker threads (as many as numba's); in each, the
+    inner products with a chunk of keys come from single-threaded BLAS and an @njit pass folds them into the softmax."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numba
+    from threadpoolctl import threadpool_limits
+    Q, K, V, scale, vector = _check(Q, K, V, scale)
+    kn = np.einsum("pd,pd->p", K, K)
+    workers = max(1, min(numba.get_num_threads(), len(Q) // 64))
+    bounds = np.linspace(0, len(Q), workers + 1).astype(int)
+    with threadpool_limits(limits=1, user_api="blas"):  # one BLAS thread per worker: no oversubscription
+        if workers == 1:
+            out = _stream_block(Q, K, V, kn, scale, chunk)
+        else:
+            with ThreadPoolExecutor(workers) as ex:
+                parts = ex.map(lambda ab: _stream_block(Q[ab[0]:ab[1]], K, V, kn, scale, chunk),
+                               zip(bounds[:-1], bounds[1:]))
+                out = np.concatenate(list(parts))
     return out[:, 0] if vector else out
 
 

@@ -73,3 +73,17 @@ def test_benchmark_small_runs():
     r = PS.benchmark("small", repeat=1)
     assert r["njit equals torch"] and set(r["seconds"]) >= {r["reference"]}
     assert r["ratios"]["torch / njit"] > 0
+
+
+def test_two_worker_threads_give_the_same_answer():
+    "The CPU kernel splits queries over as many threads as numba has; the split must not change the result."
+    import numba
+    rng = np.random.default_rng(5)
+    Q, K, V = rng.standard_normal((301, 6)), rng.standard_normal((900, 6)), rng.standard_normal(900)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(2)
+        two = PS.patch_softmax_mean(Q, K, V, 0.8, chunk=256)
+    finally:
+        numba.set_num_threads(before)
+    np.testing.assert_allclose(two, _brute(Q, K, V, 0.8), rtol=0, atol=1e-11)
