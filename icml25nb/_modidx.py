@@ -265,6 +265,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'icml25nb.core.all_passed': ('core.html#all_passed', 'icml25nb/core.py'),
                                'icml25nb.core.chapters': ('core.html#chapters', 'icml25nb/core.py'),
                                'icml25nb.core.check_finite': ('core.html#check_finite', 'icml25nb/core.py'),
+                               'icml25nb.core.check_int': ('core.html#check_int', 'icml25nb/core.py'),
                                'icml25nb.core.check_positive': ('core.html#check_positive', 'icml25nb/core.py'),
                                'icml25nb.core.check_scale': ('core.html#check_scale', 'icml25nb/core.py'),
                                'icml25nb.core.check_seed': ('core.html#check_seed', 'icml25nb/core.py'),

@@ -19,10 +19,10 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 # %% auto #0
-__all__ = ['SCALES', 'OPS', 'PARTS', 'LEVELS', 'check_scale', 'check_seed', 'check_finite', 'check_positive', 'make_rng',
-           'seed_everything', 'in_test', 'progress_enabled', 'progress', 'Claim', 'ClaimResult', 'evaluate_claim',
-           'evaluate_claims', 'all_passed', 'claims_table', 'show_claims', 'Chapter', 'register', 'chapters',
-           'get_chapter', 'run_chapter', 'to_jsonable', 'save_result', 'save_figures', 'convergence_plot']
+__all__ = ['SCALES', 'OPS', 'PARTS', 'LEVELS', 'check_scale', 'check_seed', 'check_int', 'check_finite', 'check_positive',
+           'make_rng', 'seed_everything', 'in_test', 'progress_enabled', 'progress', 'Claim', 'ClaimResult',
+           'evaluate_claim', 'evaluate_claims', 'all_passed', 'claims_table', 'show_claims', 'Chapter', 'register',
+           'chapters', 'get_chapter', 'run_chapter', 'to_jsonable', 'save_result', 'save_figures', 'convergence_plot']
 
 # %% ../nbs/00_core.ipynb #a01294f9
 SCALES: tuple[str, ...] = ("fast", "full")
@@ -41,6 +41,12 @@ def check_seed(seed: Any) -> int:
     if seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed}")
     return int(seed)
+
+def check_int(name: str, x: Any, minimum: int = 0) -> int:
+    "`x` as a Python int; raises a ValueError naming `name` unless it is an integer (not a bool) >= `minimum`."
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {x!r}")
+    return int(x)
 
 def check_finite(name: str, x: Any) -> np.ndarray:
     "`x` as a float array; raises a ValueError naming `name` if it has NaN or infinite entries."
