@@ -444,6 +444,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                           'icml25nb/generative/flowdiv.py'),
                                              'icml25nb.generative.flowdiv._check_x': ( 'generative/flowdiv.html#_check_x',
                                                                                        'icml25nb/generative/flowdiv.py'),
+                                             'icml25nb.generative.flowdiv._residual': ( 'generative/flowdiv.html#_residual',
+                                                                                        'icml25nb/generative/flowdiv.py'),
                                              'icml25nb.generative.flowdiv.bound_and_tv': ( 'generative/flowdiv.html#bound_and_tv',
                                                                                            'icml25nb/generative/flowdiv.py'),
                                              'icml25nb.generative.flowdiv.cfm_loss': ( 'generative/flowdiv.html#cfm_loss',
