@@ -24,6 +24,7 @@ import numpy as np
 from numba import cuda, njit
 
 from icml25nb.kernels._bench import best_time as _best_time
+from icml25nb.kernels._threads import map_row_blocks, row_blocks
 
 __all__ = ["patch_softmax_mean_ref", "patch_softmax_mean", "patch_softmax_mean_cuda", "benchmark"]
 
@@ -126,22 +127,10 @@ def _stream_block(Q, K, V, kn, scale, chunk):
 def patch_softmax_mean(Q, K, V, scale: float, chunk: int = _CHUNK) -> np.ndarray:
     """CPU kernel for `patch_softmax_mean_ref`: queries split over worker threads (as many as numba's); in each, the
     inner products with a chunk of keys come from single-threaded BLAS and an @njit pass folds them into the softmax."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    import numba
-    from threadpoolctl import threadpool_limits
     Q, K, V, scale, vector = _check(Q, K, V, scale)
     kn = np.einsum("pd,pd->p", K, K)
-    workers = max(1, min(numba.get_num_threads(), len(Q) // 64))
-    bounds = np.linspace(0, len(Q), workers + 1).astype(int)
-    with threadpool_limits(limits=1, user_api="blas"):  # one BLAS thread per worker: no oversubscription
-        if workers == 1:
-            out = _stream_block(Q, K, V, kn, scale, chunk)
-        else:
-            with ThreadPoolExecutor(workers) as ex:
-                parts = ex.map(lambda ab: _stream_block(Q[ab[0]:ab[1]], K, V, kn, scale, chunk),
-                               zip(bounds[:-1], bounds[1:]))
-                out = np.concatenate(list(parts))
+    parts = map_row_blocks(lambda a, b: _stream_block(Q[a:b], K, V, kn, scale, chunk), row_blocks(len(Q)))
+    out = np.concatenate(parts)
     return out[:, 0] if vector else out
 
 
