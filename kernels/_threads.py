@@ -17,15 +17,26 @@ def row_blocks(n_rows: int, min_rows: int = 64, triangular: bool = False) -> np.
     return np.round(n_rows * (1 - np.sqrt(1 - k))).astype(int)
 
 
+_CONTROLLER = None
+
+
+def _blas_controller():
+    "One threadpoolctl controller for the process (building one scans the loaded libraries: milliseconds)."
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER
+
+
 def map_row_blocks(fn, bounds) -> list:
     """[fn(start, stop) for each block], the blocks run in worker threads with single-threaded BLAS (no
-    oversubscription; BLAS and @njit(nogil) release the GIL, so the threads run in parallel)."""
+    oversubscription; BLAS and @njit(nogil) release the GIL, so the threads run in parallel). A single block runs
+    in the calling thread, BLAS as configured."""
     from concurrent.futures import ThreadPoolExecutor
-
-    from threadpoolctl import threadpool_limits
     pairs = list(zip(bounds[:-1], bounds[1:]))
-    with threadpool_limits(limits=1, user_api="blas"):
-        if len(pairs) == 1:
-            return [fn(*pairs[0])]
+    if len(pairs) == 1:
+        return [fn(*pairs[0])]
+    with _blas_controller().limit(limits=1, user_api="blas"):
         with ThreadPoolExecutor(len(pairs)) as ex:
             return list(ex.map(lambda ab: fn(*ab), pairs))

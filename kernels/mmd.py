@@ -113,7 +113,7 @@ def _block_sum(A, B, an, bn, g, tri, r0, r1, chunk):
 
 def _kernel_sum(A, B, g, tri, chunk):
     an, bn = np.einsum("id,id->i", A, A), np.einsum("id,id->i", B, B)
-    bounds = row_blocks(len(A), triangular=tri)
+    bounds = row_blocks(len(A), min_rows=1024, triangular=tri)  # below ~1000 rows a thread costs more than it saves
     return sum(map_row_blocks(lambda a, b: _block_sum(A, B, an, bn, g, tri, a, b, chunk), bounds))
 
 

@@ -50,11 +50,11 @@ def test_two_worker_threads_give_the_same_answer():
     "Rows are split over as many threads as numba has (triangle-balanced for the within-set sums)."
     rng = np.random.default_rng(3)
     X, Y = rng.standard_normal((300, 5)), rng.standard_normal((260, 5))
-    one = MMD.mmd2_rbf(X, Y, 1.1)
+    one = MMD.mmd2_rbf(np.tile(X, (8, 1)), np.tile(Y, (8, 1)), 1.1)  # 2400 rows: two workers
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(2)
-        two = MMD.mmd2_rbf(X, Y, 1.1, chunk=64)
+        two = MMD.mmd2_rbf(np.tile(X, (8, 1)), np.tile(Y, (8, 1)), 1.1, chunk=64)
     finally:
         numba.set_num_threads(before)
     assert abs(one - two) < 1e-12

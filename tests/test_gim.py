@@ -1,0 +1,89 @@
+"""The gim chapter: SCM sampling against closed forms, the exact context likelihood, fitting on a small family,
+the baseline, metrics and bad input."""
+import numpy as np
+import pytest
+import torch
+
+from icml25nb.causal import gim as G
+
+
+def test_sampling_matches_the_closed_form_moments():
+    scm = G.make_linear_scm(5, 0.6, seed=4)
+    iv = G.Intervention([1, 0, 0, 1, 0], [2.0, 0.0, 0.0, -1.0, 0.0])
+    x = G.sample_scm(scm, iv, 300_000, seed=2)
+    mean, cov = G.interventional_moments(scm, iv)
+    np.testing.assert_allclose(x.mean(0), mean, atol=0.02)
+    np.testing.assert_allclose(np.cov(x.T), cov, atol=0.05)
+    m0, c0 = G.interventional_moments(scm)
+    np.testing.assert_allclose(c0, cov)  # a shift moves the mean only
+    assert np.allclose(m0, 0)
+
+
+def test_context_likelihood_variants_differ_only_through_the_mixture():
+    "With certain targets (pi -> 1 or 0) sharing or not sharing the intervention gives the same likelihood."
+    torch.manual_seed(0)
+    model = G.GIM(3, 4, hidden=8)
+    with torch.no_grad():
+        model.target_net[-1].weight.zero_()
+        model.target_net[-1].bias.copy_(torch.tensor([40.0, -40.0, 40.0]))
+    X, rows, g = torch.randn(2, 6, 3), torch.ones(2, 6), torch.randn(2, 4)
+    torch.testing.assert_close(G.context_loglik(model, X, rows, g), G.context_loglik(model, X, rows, g, shared=False))
+    with torch.no_grad():
+        model.target_net[-1].bias.zero_()  # pi = 1/2: now the mixture is different
+    assert not torch.allclose(G.context_loglik(model, X, rows, g), G.context_loglik(model, X, rows, g, shared=False))
+
+
+def test_fit_recovers_targets_on_a_small_family():
+    scm = G.make_linear_scm(5, 0.4, seed=1)
+    data = G.make_perturbation_family(scm, n_train_drugs=30, n_new_drugs=5, n_test=200, descriptor_dim=16, seed=1)
+    model, hist = G.fit_gim(data, order=scm.order, steps=800, seed=1)
+    assert hist.shape[1] == 3 and hist[-1, 1] < hist[0, 1]
+    truth = np.stack([c.mask for c in data["partial"]])
+    assert G.target_auroc(G.predict_targets(model, data["partial"]), truth) > 0.85
+    np.testing.assert_array_equal((model.adjacency().detach().numpy() != 0) & ~(scm.W != 0), False)  # no reversed edges
+    x = G.sample_gim(model, data["partial"][0].features, 100)
+    assert x.shape == (100, 5) and np.isfinite(x).all()
+    base = G.fit_unstructured(data, steps=200, seed=1)
+    assert G.sample_unstructured(base, data["ood"][0].features, 50).shape == (50, 5)
+
+
+def test_learned_graph_is_a_dag():
+    scm = G.make_linear_scm(4, 0.5, seed=2)
+    data = G.make_perturbation_family(scm, n_train_drugs=10, n_new_drugs=2, n_test=20, descriptor_dim=8, seed=2)
+    model, _ = G.fit_gim(data, steps=300, rho_every=50, seed=2)
+    G.topological_order(model.adjacency().detach().numpy())  # raises if a cycle survived
+
+
+def test_prune_to_dag_drops_the_weakest_edge_of_a_cycle():
+    W = np.array([[0, 0.9, 0], [0, 0, 0.8], [0.5, 0, 0.0]])
+    out = G._prune_to_dag(W, 0.3)
+    assert out[2, 0] == 0 and out[0, 1] == 0.9 and out[1, 2] == 0.8
+
+
+def test_mmd_rbf_separates_shifted_samples():
+    rng = np.random.default_rng(0)
+    X, Y = rng.standard_normal((300, 3)), rng.standard_normal((300, 3))
+    assert abs(G.mmd_rbf(X, Y)) < 0.02 < G.mmd_rbf(X, Y + 1.0)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="cycle"):
+        G.LinearSCM(np.array([[0, 1.0, 0], [0, 0, 1.0], [1.0, 0, 0]]), np.ones(3))
+    with pytest.raises(ValueError, match="noise_std"):
+        G.LinearSCM(np.zeros((2, 2)), np.array([1.0, -1.0]))
+    scm = G.make_linear_scm(4, 0.5, seed=0)
+    data = G.make_perturbation_family(scm, n_train_drugs=3, n_new_drugs=1, n_test=10, descriptor_dim=6, seed=0)
+    model = G.GIM(4, 7)
+    with pytest.raises(ValueError, match="features must be"):
+        model.intervention(np.zeros((2, 5)))
+    empty = G.Context(np.zeros(7), np.zeros((0, 4)), np.zeros(4), np.zeros(4), 0, 1.0)
+    with pytest.raises(ValueError, match="no samples"):
+        G.fit_gim(dict(data, train=[empty]), steps=1)
+    with pytest.raises(ValueError, match="no contexts"):
+        G.fit_gim(dict(data, train=[]), steps=1)
+    with pytest.raises(ValueError, match="observational"):
+        G.fit_gim(dict(data, observational=np.zeros((5, 3))), steps=1)
+    with pytest.raises(ValueError, match="max_targets"):
+        G.make_perturbation_family(scm, max_targets=5)
+    with pytest.raises(ValueError, match="hill"):
+        G.hill(-1.0, 1.0, 2.0)
