@@ -87,3 +87,17 @@ def test_bad_input():
         G.make_perturbation_family(scm, max_targets=5)
     with pytest.raises(ValueError, match="hill"):
         G.hill(-1.0, 1.0, 2.0)
+
+
+def test_order_from_sparse_shifts_is_a_topological_order():
+    scm = G.make_linear_scm(7, 0.4, seed=8)
+    data = G.make_perturbation_family(scm, n_train_drugs=30, n_new_drugs=1, n_test=5, seed=8)
+    order, score = G.shift_sparsity_order(data, restarts=2, seed=1)
+    assert sorted(order) == list(range(7)) and G.order_violations(order, scm.W) == 0
+    assert score <= G._order_score(scm.order, *_gram(data)) + 1e-6  # no worse than the true order
+
+
+def _gram(data):
+    obs = data["observational"]
+    Xc = np.concatenate([c.x - c.x.mean(0) for c in data["train"]] + [obs - obs.mean(0)])
+    return Xc.T @ Xc, np.stack([c.x.mean(0) for c in data["train"]]) - obs.mean(0), len(Xc)
