@@ -1,0 +1,123 @@
+"""The lora_landscape chapter's pieces beyond its notebook: a closed-form optimum, stationary points of a problem
+whose landscape is known exactly, divergence, the full-scale path, bad input."""
+import copy
+
+import numpy as np
+import pytest
+
+from icml25nb.optim import lora_landscape as LL
+
+
+def identity_problem(M):
+    "Full observation: ops are the m*n standard basis matrices, so L(X) = ||X - M||_F^2 / (2 m n)."
+    m, n = M.shape
+    ops = np.eye(m * n).reshape(m * n, m, n)
+    return LL.SensingProblem(ops, M.ravel().copy(), M)
+
+
+def spectrum_matrix(svals, seed=0):
+    rng = np.random.default_rng(seed)
+    m = len(svals) + 2
+    U = np.linalg.qr(rng.standard_normal((m, len(svals))))[0]
+    V = np.linalg.qr(rng.standard_normal((m, len(svals))))[0]
+    return (U * np.asarray(svals, float)) @ V.T
+
+
+def test_solve_nuclear_matches_singular_value_thresholding():
+    "With full observation the convex optimum is svt(M, lam * N) in closed form; FISTA's certified one agrees."
+    M = spectrum_matrix([3.0, 2.0, 0.5, 0.1], seed=1)
+    p = identity_problem(M)
+    lam = 0.8 / p.n_meas  # thresholds the singular values at 0.8: ranks 3 -> 2
+    sol = LL.solve_nuclear(p, lam)
+    expected = LL.svt(M, lam * p.n_meas)
+    np.testing.assert_allclose(sol.X, expected, atol=1e-8)
+    assert sol.rank == 2 and 0 <= sol.gap <= 1e-11 * sol.obj
+
+
+def test_stationary_points_of_a_known_landscape():
+    """For L = ||X - M||^2 / (2N) the stationary points of f are the balanced factors of thresholded subsets of M's
+    singular triplets. Keeping the top two is global; dropping the top one is a strict saddle (not converged)."""
+    M = spectrum_matrix([3.0, 2.0, 0.5], seed=2)
+    p = identity_problem(M)
+    N, lam = p.n_meas, 1.0 / p.n_meas
+    sol = LL.solve_nuclear(p, lam)
+    U, s, Vt = np.linalg.svd(M)
+    shrink = np.maximum(s - lam * N, 0)
+    best = (U[:, :2] * shrink[:2]) @ Vt[:2]
+    saddle = (U[:, 1:2] * shrink[1:2]) @ Vt[1:2]       # the second triplet only
+    for X, label in ((best, "global"), (saddle, "not_converged")):
+        A, B = LL.balanced_factors(X, 4)
+        d = LL.run_diagnostics(A, B, p, lam, sol)
+        assert d["grad_norm"] < 1e-9                    # both are stationary
+        assert LL.classify_point(d) == label
+    d = LL.run_diagnostics(*LL.balanced_factors(saddle, 4), p, lam, sol)
+    # adding the top triplet along a zero column lowers f: curvature lam - ||grad L||_op = (lam*N - s_1) / N
+    np.testing.assert_allclose(d["hess_min"], (lam * N - s[0]) / N, rtol=1e-8)
+
+
+def test_gradient_descent_finds_the_closed_form_optimum():
+    M = spectrum_matrix([3.0, 2.0, 0.5], seed=3)
+    p = identity_problem(M)
+    lam = 1.0 / p.n_meas
+    sol = LL.solve_nuclear(p, lam)
+    out = LL.train_lora(p, r=4, lam=lam, steps=4000, seed=0, runs=4)
+    labels = [LL.classify_run(A, B, p, lam, sol) for A, B in zip(out["A"], out["B"])]
+    assert labels == ["global"] * 4
+
+
+def test_diverged_runs_are_not_converged():
+    p = LL.make_sensing_problem(m=6, n=5, r_true=1, n_meas=20, seed=0)
+    sol = LL.solve_nuclear(p, 0.1)
+    out = LL.train_lora(p, r=3, lam=0.1, init="gaussian", init_scale=3.0, steps=200, lr=5.0, seed=0)
+    assert not np.isfinite(out["X"]).all()
+    d = LL.run_diagnostics(out["A"], out["B"], p, 0.1, sol)
+    assert not d["finite"] and LL.classify_point(d) == "not_converged"
+
+
+def test_noise_and_shapes():
+    a = LL.make_sensing_problem(m=6, n=4, r_true=2, n_meas=30, noise=0.0, seed=5)
+    b = LL.make_sensing_problem(m=6, n=4, r_true=2, n_meas=30, noise=0.1, seed=5)
+    np.testing.assert_array_equal(a.ops, b.ops)
+    assert 0 < np.std(b.y - a.y) < 1
+    assert a.shape == (6, 4) and a.X_true.shape == (6, 4) and np.linalg.matrix_rank(a.X_true) == 2
+    s = np.linalg.svd(a.X_true, compute_uv=False)[:2]
+    assert np.all((1 <= s) & (s <= 2))
+
+
+def test_bad_input():
+    p = LL.make_sensing_problem(m=6, n=5, r_true=1, n_meas=20, seed=0)
+    sol = LL.solve_nuclear(p, 0.1)
+    with pytest.raises(ValueError, match="ops must be"):
+        LL.SensingProblem(np.zeros((3, 2, 2)), np.zeros(4), np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="matrix"):
+        LL.balanced_factors(np.zeros(4))
+    with pytest.raises(ValueError, match="one factor pair"):
+        LL.run_diagnostics(np.zeros((2, 6, 2)), np.zeros((2, 5, 2)), p, 0.1, sol)
+    with pytest.raises(ValueError, match="one factor pair"):
+        LL.lora_hessian(np.zeros((2, 6, 2)), np.zeros((2, 5, 2)), p, 0.1)
+    with pytest.raises(ValueError, match="A must be"):
+        LL.lora_grad(np.zeros((6, 2)), np.zeros((5, 3)), p, 0.1)
+    with pytest.raises(ValueError, match="init_scale"):
+        LL.init_factors(6, 5, 2, "lora", init_scale=0.0)
+    with pytest.raises(ValueError, match="lr"):
+        LL.train_lora(p, r=2, lr=-1.0)
+    with pytest.raises(ValueError, match="steps"):
+        LL.train_lora(p, r=2, steps=0)
+    with pytest.raises(ValueError, match="scale"):
+        LL.experiment("huge")
+
+
+def test_full_scale_branch_runs_and_plots(monkeypatch):
+    "The `full` configuration (shrunk here) adds an initialisation; results and figures carry all of them."
+    small = copy.deepcopy(LL.SCALE_CONFIG["full"])
+    small.update(m=8, n=8, n_meas=50, runs=3, steps=300, record_every=100, identity_instances=2,
+                 identity_factorisations=10, small_runs=2)
+    monkeypatch.setitem(LL.SCALE_CONFIG, "full", small)
+    r = LL.experiment("full", seed=4)
+    assert set(r["runs"]) == {"lora/1", "gaussian/1", "gaussian/3", "gaussian/10"}
+    for run in r["runs"].values():
+        assert sum(run["counts"].values()) == 3 and set(run["counts"]) <= set(LL.LABELS)
+        assert run["gap"].shape == (3, len(run["t"])) and run["t"][-1] == 300
+    assert r["identity_err_max"] < 1e-12 and r["identity_excess_min"] >= 0
+    figs = LL.plots(r)
+    assert set(figs) == {"training", "classification"}
