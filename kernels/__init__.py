@@ -8,4 +8,11 @@ One module per loop. Each has a NumPy reference, an `@njit` CPU kernel and a
 - `rng`: counter-based splitmix64 random streams for `@njit` and `@cuda.jit` code.
 - `mnl`: MNL bandit confidence updates (OFU-MNL++): optimistic scores, Woodbury step with H-norm projection.
 - `quant`: blockwise NF4 quantise / dequantise, byte for byte the same as bitsandbytes on the CPU.
+- `contraction`: randomised edge contraction (Karger) with predictions.
+- `hclust`: triplet-oracle vote counting and Dasgupta's cost for hierarchical clustering.
+- `ista`: batched ISTA over many (problem, penalty) configurations.
+- `patch_score`: softmax-weighted patch averages of the local score machines.
+- `vmf`: von Mises-Fisher sampling and brute-force top-1 inner-product search.
+- `mmd`: squared maximum mean discrepancy with a Gaussian kernel.
+- `amo`: brute-force counts of acyclic moral orientations of small graphs (checks exact MEC counting).
 """
