@@ -78,3 +78,20 @@ def test_full_scale_branch_runs_and_plots(monkeypatch):
     assert r["agree_mismatches"] == r["root_mismatches"] == r["closed_mismatches"] == r["mec_mismatches"] == 0
     assert {(x["n"], x["host_nodes"]) for x in r["ops"]} == {(40, 2), (40, 5), (20, 5)}
     assert set(M.plots(r)) == {"operations"}
+
+
+def test_repeated_absorption_on_chordal_completions():
+    "Chordal completions of random graphs need the repeated absorption; with it every root matches the BFS."
+    rng = np.random.default_rng(7)
+    cascades = 0
+    for _ in range(40):
+        H = nx.complete_to_chordal_graph(nx.gnp_random_graph(int(rng.integers(8, 25)), 0.15,
+                                                             seed=int(rng.integers(1 << 30))))[0]
+        for comp in nx.connected_components(H):
+            g = M._Graph(H.subgraph(comp).copy())
+            tree = M._clique_tree(g, g.all)
+            c = M.OpCounter()
+            for p, subs in enumerate(M._sct_subproblems(tree, c)):
+                assert sorted(subs) == sorted(M.components_lbfs(g, g.all, tree.cliques[p]))
+            cascades += c.cascades
+    assert cascades > 0
