@@ -1,5 +1,4 @@
 """kernels/amo.py: brute-force AMO counts, Python reference (distinct orientations) vs @njit vs CUDA (simulator)."""
-import itertools
 import math
 
 import networkx as nx

@@ -2,7 +2,6 @@
 mixed CPDAGs, the full-scale path, bad input."""
 import collections
 import copy
-import itertools
 
 import networkx as nx
 import numpy as np
