@@ -95,3 +95,26 @@ def test_order_from_sparse_shifts_is_a_topological_order():
     order, score = G.shift_sparsity_order(data, restarts=2, seed=1)
     assert sorted(order) == list(range(7)) and G.order_violations(order, scm.W) == 0
     assert score <= G._order_score(scm.order, *G.shift_statistics(data)) + 1e-6  # no worse than the true order
+
+
+def test_supervised_reference_follows_the_information_in_the_descriptor():
+    "Descriptors that carry the targets give a perfect reference; descriptors of pure noise give no skill (a reference\n    that leaked the test drugs' targets would still score high)."
+    scm = G.make_linear_scm(6, 0.3, seed=2)
+    data = G.make_perturbation_family(scm, n_train_drugs=60, n_new_drugs=30, n_test=5, descriptor_dim=8, seed=2)
+    truth = np.stack([c.mask for c in data["ood"]])
+    for c in data["train"] + data["ood"]:   # the descriptor is the mask plus a little noise
+        c.features = np.concatenate([c.mask + 0.05 * np.sin(7.0 * c.drug + np.arange(6)), c.features[-1:]])
+    assert G.target_auroc(G.supervised_targets(data, "ood"), truth) > 0.99
+    rng = np.random.default_rng(0)
+    noise = {k: rng.standard_normal(8) for k in range(90)}
+    aucs = []
+    for _ in range(3):
+        for c in data["train"] + data["ood"]:
+            c.features = np.concatenate([noise[c.drug], c.features[-1:]])
+        aucs.append(G.target_auroc(G.supervised_targets(data, "ood"), truth))
+        noise = {k: rng.standard_normal(8) for k in range(90)}
+    assert max(aucs) < 0.7
+    with pytest.raises(ValueError, match="split"):
+        G.supervised_targets(data, "nonexistent")
+    with pytest.raises(ValueError, match="two training drugs"):
+        G.supervised_targets(dict(data, train=data["train"][:4]), "ood")

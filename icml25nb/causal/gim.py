@@ -18,9 +18,9 @@ from ..core import Chapter, Claim, check_int, check_scale, check_seed, make_rng,
 # %% auto #0
 __all__ = ['SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'topological_order', 'LinearSCM', 'Intervention', 'make_linear_scm', 'sample_scm',
            'interventional_moments', 'hill', 'Context', 'make_perturbation_family', 'GIM', 'acyclicity',
-           'context_loglik', 'shift_statistics', 'shift_sparsity_order', 'order_violations', 'fit_gim',
+           'context_stats', 'context_loglik', 'shift_statistics', 'shift_sparsity_order', 'order_violations', 'fit_gim',
            'predict_targets', 'sample_gim', 'Unstructured', 'fit_unstructured', 'sample_unstructured', 'mmd_rbf',
-           'target_auroc', 'structural_hamming', 'experiment', 'plots']
+           'target_auroc', 'supervised_targets', 'structural_hamming', 'experiment', 'plots']
 
 # %% ../../nbs/causal/01_gim.ipynb #6e575811
 def topological_order(W) -> list:
@@ -233,22 +233,52 @@ def _stack_contexts(contexts) -> tuple:
             torch.tensor(G, dtype=torch.float32))
 
 
+def context_stats(X, rows) -> tuple:
+    """Sufficient statistics of padded contexts X (k, n, d) with real-row mask rows (k, n): the counts (k,), the means
+    (k, d) and the centred scatter matrices (k, d, d). They are all the shared-intervention likelihood needs."""
+    n = rows.sum(1)
+    mean = (X * rows[..., None]).sum(1) / n[:, None]
+    Z = (X - mean[:, None, :]) * rows[..., None]
+    return n, mean, Z.transpose(1, 2) @ Z
+
+
+def _shared_loglik(model: GIM, stats, gamma=None, Wm=None) -> torch.Tensor:
+    """log p(D_k | gamma_k) (k,) from the contexts' statistics, one intervention per context, targets marginalised
+    exactly; gamma None: no intervention (observational data). With A = I - W, node j's residual sum of squares
+    under shift s is [A^T S A]_jj + n ((mean A)_j - s)^2, the cross term vanishing about the mean."""
+    n, mean, S = stats
+    A = torch.eye(model.d) - (model.adjacency() if Wm is None else Wm)
+    var = torch.exp(2 * model.log_std)
+    base = -n[:, None] * (model.log_std + 0.5 * math.log(2 * math.pi)) - 0.5 * torch.diagonal(
+        A.T @ S @ A, dim1=-2, dim2=-1) / var
+    r = mean @ A
+    l0 = base - 0.5 * n[:, None] * r ** 2 / var
+    if gamma is None:
+        ll = l0.sum(1)
+    else:
+        logits, shift = model.intervention(gamma)
+        l1 = base - 0.5 * n[:, None] * (r - shift) ** 2 / var
+        ll = torch.logaddexp(F.logsigmoid(logits) + l1, F.logsigmoid(-logits) + l0).sum(1)
+    return ll + n * torch.linalg.slogdet(A)[1]
+
+
 def context_loglik(model: GIM, X, rows, gamma, shared: bool = True) -> torch.Tensor:
     """log p(D_k | gamma_k) for each context (k,), marginalising the Bernoulli targets exactly.
 
-    X (k, n, d) padded samples, rows (k, n) 0/1 real-row mask. `shared`: one intervention per context (the GIM);
-    otherwise one per sample (the ablation). The log |det(I - W)| term is included."""
+    X (k, n, d) padded samples, rows (k, n) 0/1 real-row mask. `shared`: one intervention per context (the GIM),
+    computed from the contexts' sufficient statistics; otherwise one per sample (the ablation), sample by sample.
+    The log |det(I - W)| term is included."""
+    if shared:
+        return _shared_loglik(model, context_stats(X, rows), gamma)
     Wm = model.adjacency()
     E = X - X @ Wm
     logits, shift = model.intervention(gamma)
     l1 = _node_loglik(E, shift[:, None, :], model.log_std) * rows[..., None]
     l0 = _node_loglik(E, torch.zeros_like(shift)[:, None, :], model.log_std) * rows[..., None]
     lp1, lp0 = F.logsigmoid(logits), F.logsigmoid(-logits)
-    if shared:
-        ll = torch.logaddexp(lp1 + l1.sum(1), lp0 + l0.sum(1)).sum(1)
-    else:
-        ll = (torch.logaddexp(lp1[:, None, :] + l1, lp0[:, None, :] + l0) * rows[..., None]).sum((1, 2))
+    ll = (torch.logaddexp(lp1[:, None, :] + l1, lp0[:, None, :] + l0) * rows[..., None]).sum((1, 2))
     return ll + rows.sum(1) * torch.linalg.slogdet(torch.eye(model.d) - Wm)[1]
+
 
 # %% ../../nbs/causal/01_gim.ipynb #1b56dde8
 def _order_score(order, C, D, n) -> float:
@@ -336,11 +366,12 @@ def fit_gim(data: dict, shared: bool = True, order=None, steps: int = 4000, lr: 
         pos[np.asarray(order)] = np.arange(d)
         model.mask = torch.tensor((pos[:, None] < pos[None, :]).astype(np.float32))
     N = float(rows.sum() + len(Xo))
+    stats = (context_stats(X, rows), context_stats(Xo[None], torch.ones(1, len(Xo))))
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     rho, alpha, h_prev, history = (0.0 if order is not None else 1e-2), 0.0, math.inf, []
     for it in progress(range(steps), desc="fitting GIM"):
         Wm = model.adjacency()
-        ll = _data_loglik(model, X, rows, G, Xo, shared, Wm)
+        ll = _data_loglik(model, X, rows, G, stats, shared, Wm)
         h = acyclicity(Wm) if rho > 0 else torch.zeros(())
         pi = torch.sigmoid(model.intervention(G)[0])
         loss = (-ll + lam_targets * pi.sum()) / N + lam_l1 * Wm.abs().sum() + alpha * h + 0.5 * rho * h * h
@@ -359,23 +390,22 @@ def fit_gim(data: dict, shared: bool = True, order=None, steps: int = 4000, lr: 
         W = _prune_to_dag(model.adjacency().numpy().astype(np.float64), threshold)
         model.W.copy_(torch.tensor(W, dtype=torch.float32))
         model.mask = (torch.tensor(W) != 0).float()
-    _refit_noise(model, X, rows, G, Xo, shared)
+    _refit_noise(model, X, rows, G, stats, shared)
     return model, np.array(history)
 
 
-def _data_loglik(model, X, rows, G, Xo, shared, Wm=None) -> torch.Tensor:
-    "Log-likelihood of the training contexts (targets marginalised) and of the observational samples (no targets)."
-    Wm = model.adjacency() if Wm is None else Wm
-    ll = context_loglik(model, X, rows, G, shared).sum()
-    ll = ll + _node_loglik(Xo - Xo @ Wm, torch.zeros(model.d), model.log_std).sum()
-    return ll + len(Xo) * torch.linalg.slogdet(torch.eye(model.d) - Wm)[1]
+def _data_loglik(model, X, rows, G, stats, shared, Wm=None) -> torch.Tensor:
+    """Log-likelihood of the training contexts (targets marginalised) and of the observational samples (no targets);
+    stats: context_stats of the contexts and of the observational samples."""
+    ll = _shared_loglik(model, stats[0], G, Wm) if shared else context_loglik(model, X, rows, G, shared=False)
+    return ll.sum() + _shared_loglik(model, stats[1], None, Wm).sum()
 
 
-def _refit_noise(model, X, rows, G, Xo, shared, steps: int = 200):
+def _refit_noise(model, X, rows, G, stats, shared, steps: int = 200):
     "Maximise the likelihood over the noise scales only, the graph and the GIM fixed (gradients for log_std only)."
     opt = torch.optim.Adam([model.log_std], lr=0.02)
     for _ in range(steps):
-        model.log_std.grad, = torch.autograd.grad(-_data_loglik(model, X, rows, G, Xo, shared), model.log_std)
+        model.log_std.grad, = torch.autograd.grad(-_data_loglik(model, X, rows, G, stats, shared), model.log_std)
         opt.step()
 
 # %% ../../nbs/causal/01_gim.ipynb #d5fb3725
@@ -460,6 +490,38 @@ def target_auroc(scores, truth) -> float:
     return float((r[:len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
 
 
+def supervised_targets(data: dict, split: str = "ood", Cs=(0.01, 0.1, 1.0, 10.0, 100.0)) -> np.ndarray:
+    """A supervised reference for target recovery: target probabilities (k, d) for data[split], from one logistic
+    regression per node trained on the *true* targets of the training drugs (one row per drug: descriptor -> mask),
+    its inverse regularisation chosen from Cs by stratified cross-validation over the drugs. A node with fewer than
+    two drugs on either side gets the training base rate. No GIM sees targets; this shows how well any method can
+    read targets off the descriptor of a new drug, given only these drugs."""
+    import warnings
+    from sklearn.linear_model import LogisticRegressionCV
+    if split not in data or split == "observational":
+        raise ValueError(f"split must name a list of contexts in data, got {split!r}")
+    drugs = {}
+    for c in data["train"]:
+        drugs.setdefault(c.drug, c)
+    if len(drugs) < 2:
+        raise ValueError("the supervised reference needs at least two training drugs")
+    X = np.stack([c.features[:-1] for c in drugs.values()])
+    Y = np.stack([c.mask for c in drugs.values()]).astype(int)
+    Xt = np.stack([c.features[:-1] for c in data[split]])
+    P = np.empty((len(Xt), Y.shape[1]))
+    for j in range(Y.shape[1]):
+        npos = int(Y[:, j].sum())
+        if min(npos, len(Y) - npos) < 2:
+            P[:, j] = Y[:, j].mean()
+            continue
+        clf = LogisticRegressionCV(Cs=list(Cs), cv=min(5, npos, len(Y) - npos), scoring="neg_log_loss",
+                                   max_iter=5000)
+        with warnings.catch_warnings():  # scikit-learn's notices about its future defaults
+            warnings.simplefilter("ignore", FutureWarning)
+            P[:, j] = clf.fit(X, Y[:, j]).predict_proba(Xt)[:, 1]
+    return P
+
+
 def structural_hamming(W_est, W_true) -> int:
     "Edges added, removed or reversed (a reversal counts once)."
     A, T = np.asarray(W_est) != 0, np.asarray(W_true) != 0
@@ -524,6 +586,9 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         res["examples"][split] = dict(targets=np.flatnonzero(c.mask), x=c.x, dose=c.dose,
                                       gim=sample_gim(models["gim"], c.features, n, 1),
                                       baseline=sample_unstructured(base, c.features, n, 1))
+    res["pi_supervised_ood"] = supervised_targets(data, "ood")
+    res["auroc_supervised_ood"] = target_auroc(res["pi_supervised_ood"], truth["ood"])
+    res["auroc_gim_minus_supervised_ood"] = res["auroc_gim_ood"] - res["auroc_supervised_ood"]
     res["auroc_gap_partial"] = res["auroc_gim_partial"] - res["auroc_per_sample_partial"]
     res["auroc_gap_ood"] = res["auroc_gim_ood"] - res["auroc_per_sample_ood"]
     res["mmd_per_sample_over_gim"] = res["mmd_per_sample_ood"] / res["mmd_gim_ood"]
@@ -536,8 +601,9 @@ def plots(result: dict) -> dict:
     "Figures: inferred vs true targets on the fully OOD contexts; marginals for one unseen perturbation; the graphs."
     import matplotlib.pyplot as plt
     figs = {}
-    panels = [("true targets", "truth"), ("GIM", "gim"), ("per-sample", "per_sample"), ("GIM, NOTEARS graph", "gim_notears")]
-    fig, axes = plt.subplots(1, 4, figsize=(16, 5), sharey=True)
+    panels = [("true targets", "truth"), ("GIM", "gim"), ("per-sample", "per_sample"), ("GIM, NOTEARS graph", "gim_notears"),
+              ("supervised reference", "supervised")]
+    fig, axes = plt.subplots(1, 5, figsize=(19, 5), sharey=True)
     for ax, (title, key) in zip(axes, panels):
         M = result["truth_ood"] if key == "truth" else result[f"pi_{key}_ood"]
         im = ax.imshow(M, aspect="auto", vmin=0, vmax=1, cmap="magma", interpolation="nearest")
@@ -581,6 +647,10 @@ CLAIMS = [
     Claim("shared_intervention_predicts_better", "Sharing one intervention per context matters: the per-sample "
           "ablation's MMD^2 on the fully OOD contexts is larger than the GIM's (ratio >= 1)", "mmd_per_sample_over_gim",
           ">=", 1.0),
+    Claim("targets_of_new_perturbations_near_supervised", "For new perturbations the GIM reads the mechanisms off the "
+          "features almost as well as a model told the answers: its fully OOD target AUROC is at most 0.15 below that "
+          "of a logistic regression trained on the true targets of the 40 training drugs", "auroc_gim_minus_supervised_ood",
+          ">=", -0.15),
 ]
 
 # %% ../../nbs/causal/01_gim.ipynb #e11c42f9
