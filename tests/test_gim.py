@@ -38,6 +38,7 @@ def test_fit_recovers_targets_on_a_small_family():
     data = G.make_perturbation_family(scm, n_train_drugs=30, n_new_drugs=5, n_test=200, descriptor_dim=16, seed=1)
     model, hist = G.fit_gim(data, order=scm.order, steps=800, seed=1)
     assert hist.shape[1] == 3 and hist[-1, 1] < hist[0, 1]
+    assert abs(G.training_nll(model, data) - hist[-1, 1]) < 0.05  # the same quantity, after the noise refit
     truth = np.stack([c.mask for c in data["partial"]])
     assert G.target_auroc(G.predict_targets(model, data["partial"]), truth) > 0.85
     np.testing.assert_array_equal((model.adjacency().detach().numpy() != 0) & ~(scm.W != 0), False)  # no reversed edges
