@@ -22,6 +22,8 @@ import time
 import numpy as np
 from numba import cuda, njit, prange
 
+from icml25nb.kernels._cuda import block_sum
+
 MAX_N = 12
 
 __all__ = ["MAX_N", "adjacency_masks", "amo_count_ref", "amo_count_njit", "amo_count_cuda", "benchmark"]
@@ -166,12 +168,7 @@ def _make_cuda_kernel():
             if check(adj, perm, n):
                 hits[tid] = 1
         cuda.syncthreads()
-        step = 64
-        while step > 0:
-            if tid < step:
-                hits[tid] += hits[tid + step]
-            cuda.syncthreads()
-            step //= 2
+        block_sum(hits, tid, 128)
         if tid == 0:
             out[cuda.blockIdx.x] = hits[0]
 

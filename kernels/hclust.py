@@ -25,6 +25,7 @@ from numba import cuda, njit, prange
 
 from icml25nb.kernels import rng as R
 from icml25nb.kernels._bench import best_time as _best_time
+from icml25nb.kernels._cuda import block_sum
 
 __all__ = ["oracle_answer_ref", "count_votes_ref", "count_votes", "count_votes_cuda", "leaf_ranges",
            "merge_costs_ref", "merge_costs", "merge_costs_cuda", "benchmark"]
@@ -215,12 +216,7 @@ def _merge_costs_cuda_kernel(Wp, rg, out):
         s += Wp[a + k // nb, b + k % nb]
     buf[t] = s
     cuda.syncthreads()
-    step = _BLOCK // 2
-    while step > 0:
-        if t < step:
-            buf[t] += buf[t + step]
-        cuda.syncthreads()
-        step //= 2
+    block_sum(buf, t, _BLOCK)
     if t == 0:
         out[i] = (c - a) * buf[0]
 

@@ -22,6 +22,7 @@ import numpy as np
 from numba import cuda, njit
 
 from icml25nb.kernels._bench import best_time as _best_time
+from icml25nb.kernels._cuda import block_sum
 from icml25nb.kernels._threads import map_row_blocks, row_blocks
 
 __all__ = ["mmd2_rbf_ref", "mmd2_rbf", "mmd2_rbf_cuda", "median_bandwidth", "benchmark"]
@@ -155,12 +156,7 @@ def _rbf_sum_cuda_kernel(A, B, g, tri, partial):
         cuda.syncthreads()
     red[t0] = s
     cuda.syncthreads()
-    step = _THREADS // 2
-    while step > 0:  # tree reduction of the block's row sums
-        if t0 < step:
-            red[t0] += red[t0 + step]
-        cuda.syncthreads()
-        step //= 2
+    block_sum(red, t0, _THREADS)  # the block's row sums
     if t0 == 0:
         partial[cuda.blockIdx.x] = red[0]
 
