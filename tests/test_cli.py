@@ -25,24 +25,58 @@ def test_list_shows_registered_chapters():
     assert {"part": "optim", "slug": "precond"}.items() <= next(x for x in rows if x["slug"] == "precond").items()
 
 
-def test_run_writes_result_claims_and_figures(tmp_path):
-    out = tmp_path / "run"
-    r = cli("run", "precond", "--seed", "3", "--out", str(out))
+from test_chapters import CLI_CHAPTER  # its seed-1 contract and determinism are tested here, not in test_chapters
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    "`icml25nb run precond --seed 1` twice, as a user would: (completed processes, output folders)."
+    outs = [tmp_path_factory.mktemp("run") / "out" for _ in range(2)]
+    return [cli("run", CLI_CHAPTER, "--seed", "1", "--out", str(o)) for o in outs], outs
+
+
+def test_run_writes_result_claims_and_figures(two_runs):
+    (r, _), (out, _) = two_runs
     assert r.returncode == 0, r.stdout + r.stderr
     result = json.loads((out / "result.json").read_text())
     claims = json.loads((out / "claims.json").read_text())
-    assert result["seed"] == 3 and result["scale"] == "fast"
-    assert claims["passed"] is True and len(claims["claims"]) >= 3
+    assert result["seed"] == 1 and result["scale"] == "fast"
+    assert claims["contract_holds"] is True and claims["problems"] == [], claims["problems"]
     assert (out / "convergence.png").read_bytes()[:4] == b"\x89PNG"
-    assert "PASS" in r.stdout and "claims pass" in r.stdout
+    assert "paper claims" in r.stdout and "checks" in r.stdout and "discriminating" in r.stdout
 
 
-def test_claims_json_for_one_chapter_with_another_seed():
-    r = cli("claims", "precond", "--seed", "7", "--json")
-    assert r.returncode == 0, r.stderr
-    rep = json.loads(r.stdout)["precond"]
-    assert rep["seed"] == 7 and rep["passed"] is True
-    assert all(row["passed"] for row in rep["claims"])
+def test_the_same_seed_gives_the_same_result(two_runs):
+    procs, outs = two_runs
+    assert all(p.returncode == 0 for p in procs)
+    a, b = (json.loads((o / "result.json").read_text()) for o in outs)
+    a.pop("timings", None), b.pop("timings", None)
+    assert a == b
+    ca, cb = (json.loads((o / "claims.json").read_text()) for o in outs)
+    assert ca["claims"] == cb["claims"]
+
+
+def test_claims_json_rows(two_runs, monkeypatch, capsys):
+    # the JSON report of `icml25nb claims`, in process, on the result the CLI run wrote (no third run)
+    import icml25nb.cli as cli_mod
+    from icml25nb.core import evaluate_claims, get_chapter
+    _, (out, _) = two_runs
+    result = json.loads((out / "result.json").read_text())
+    chapter = get_chapter(CLI_CHAPTER)
+    monkeypatch.setattr(cli_mod, "run_chapter", lambda ch, scale, seed: (result, evaluate_claims(ch.claims, result)))
+    assert cli_mod.main(["claims", CLI_CHAPTER, "--seed", "1", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)[CLI_CHAPTER]
+    assert rep["seed"] == 1 and rep["contract_holds"] is True
+    keys = {"id", "kind", "measured", "control_measured", "op", "threshold", "source", "passed", "control_passed",
+            "discriminating"}
+    assert all(keys <= set(row) for row in rep["claims"])
+    assert [row["id"] for row in rep["claims"]] == [c.id for c in chapter.claims]
+    paper = [row for row in rep["claims"] if row["kind"] == "paper"]
+    assert len(paper) >= 2 and all(row["control_passed"] is False and row["discriminating"] for row in paper)
+    # text output: both tables
+    assert cli_mod.main(["claims", CLI_CHAPTER]) == 0
+    text = capsys.readouterr().out
+    assert "paper claims" in text and "checks" in text and "contract holds in 1 of 1" in text
 
 
 @pytest.mark.parametrize("args,needle", [

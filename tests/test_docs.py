@@ -20,7 +20,8 @@ LOADS = re.compile(r"<(?:script|img|iframe|source|video|audio|embed)\b[^>]*\bsrc
 
 
 def test_every_chapter_and_foundation_page_is_built():
-    for rel in ["index.html", "00_core.html", "01_cli.html", "02_tinylm.html", "efficient/01_lowra.html", "optim/01_precond.html", "claims.html",
+    for rel in ["index.html", "00_core.html", "01_cli.html", "02_tinylm.html", "03_sweep.html", "efficient/01_lowra.html",
+                "optim/01_precond.html", "claims.html",
                 "search.html", "searchindex.js"]:
         assert (SITE / rel).exists(), rel
 
@@ -64,3 +65,24 @@ def test_sidebar_lists_parts_and_chapters():
     index = (SITE / "index.html").read_text()
     assert "Foundations" in index and "Optim" in index and "Claims dashboard" in index
     assert "optim/01_precond.html" in index
+
+
+def test_dashboard_reads_the_committed_sweeps():
+    from icml25nb.core import chapters, load_sweep
+    from icml25nb.sweep import chapter_status
+    page = (SITE / "claims.html").read_text()
+    assert "Book-wide" in page and "not discriminating" in page
+    swept = [c for c in chapters() if load_sweep(c) is not None]
+    assert {"precond", "mincut"} <= {c.slug for c in swept}
+    for c in swept:
+        rec, st = load_sweep(c), chapter_status(c)
+        # every paper claim with its status and its seeds passed, as the sweep file says
+        for cid, r in rec["claims"].items():
+            assert cid in page, cid
+            if r["kind"] == "paper":
+                assert f"{sum(r['passed'])}/{len(rec['seeds'])}" in page
+        assert f"{st['reproduced']} |" in page or f"{st['reproduced']}</td>" in page
+        img = re.search(rf'<img[^>]*src="([^"]*{c.slug}\.png)"', page)
+        assert img and (SITE / img.group(1)).resolve().exists(), f"{c.slug}: no strip plot"
+        chapter_page = (SITE / c.notebook.replace(".ipynb", ".html")).read_text()
+        assert "Reproduction over seeds" in chapter_page and f"{c.slug}.png" in chapter_page

@@ -1,11 +1,11 @@
 """Build the offline docs site and the README without Quarto.
 
-    python tools/build_docs.py build [--claims _book/claims.json] [--out _docs]
+    python tools/build_docs.py build [--out _docs]
     python tools/build_docs.py readme
 
 `build`: nbdev's notebook processing (its Python API: hides `#| hide` cells, turns exported functions into
 `show_doc` API docs), a small clean-up of what Sphinx/myst-nb cannot read (Quarto frontmatter, cell directives,
-`has_sd` keys, float execution metadata), the claims dashboard page from `icml25nb claims --all --json`, then
+`has_sd` keys, float execution metadata), the claims dashboard page from the committed sweeps (`nbs/**/*.sweep.json`), then
 Sphinx with myst-nb and sphinx-book-theme, MathJax served locally from `.cache/mathjax` (npm `mathjax@3`).
 `readme`: README.md from the processed `nbs/index.ipynb` (nbconvert to Markdown).
 """
@@ -103,40 +103,98 @@ def toctree(caption: str, docs: list[str]) -> str:
     return "\n".join([f"```{{toctree}}", f":caption: {caption}", ":maxdepth: 1", ""] + docs + ["```", ""])
 
 
-def dashboard(claims_json: Path | None) -> str:
-    "The claims dashboard page: one table per chapter from `icml25nb claims --all --json`."
-    lines = ["# Claims dashboard", ""]
-    if claims_json is None or not claims_json.exists():
-        lines += ["No claims run is recorded in this build. `make book` runs every chapter at the fast scale and",
-                  "writes this page; the same table ends each chapter's page.", ""]
-        return "\n".join(lines)
-    report = json.loads(claims_json.read_text())
-    n = sum(len(r["claims"]) for r in report.values())
-    k = sum(row["passed"] for r in report.values() for row in r["claims"])
-    lines += [f"**{k} of {n} claims pass** in {len(report)} chapter(s), measured by `icml25nb claims --all` "
-              f"(each chapter's own run at its scale and seed, listed per chapter).", "",
-              "| chapter | part | level | scale | seed | claims passed | time (s) |", "|---|---|---|---|---|---|---|"]
-    for slug, r in report.items():
-        doc = r.get("notebook", "").replace(".ipynb", "")
-        link = f"[{slug}]({doc}.ipynb)" if doc else slug
-        passed = sum(row["passed"] for row in r["claims"])
-        lines.append(f"| {link} | {r['part']} | {r['level']} | {r['scale']} | {r['seed']} | "
-                     f"{passed} / {len(r['claims'])} | {r['seconds']} |")
-    for slug, r in report.items():
-        lines += ["", f"## {slug}: {r['title']}", "", f"*{r['paper']}*", "",
-                  "| claim | statement | measured | op | threshold | result |", "|---|---|---|---|---|---|"]
-        for row in r["claims"]:
-            m = row["measured"]
-            ms = "nan" if m is None else (f"{m:.4g}" if m == 0 or 1e-3 <= abs(m) < 1e6 else f"{m:.3e}")
-            t = row["threshold"]
-            ts = f"{t:.4g}" if t == 0 or 1e-3 <= abs(t) < 1e6 else f"{t:.3e}"
-            stmt = row["statement"].replace("|", "/").replace("*", "\\*")
-            lines.append(f"| {row['id']} | {stmt} | {ms} | {row['op']} | {ts} | "
-                         f"{'PASS' if row['passed'] else '**FAIL**'} |")
+def _esc(text: str) -> str:
+    "Text for a Markdown table cell."
+    return str(text).replace("|", "/").replace("*", "\\*")
+
+
+def _html(text: str) -> str:
+    import html
+    return html.escape(str(text))
+
+
+def sweep_section(c, static: Path, static_url: str) -> list[str]:
+    "Markdown lines for one chapter's committed sweep: paper claims table, strip plot (saved in `static`), checks."
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from icml25nb.core import _fmt, load_sweep
+    from icml25nb.sweep import _spread, strip_plot
+    rec = load_sweep(c)
+    n = len(rec["seeds"])
+    lines = ["", f"Sweep: seeds {rec['seeds'][0]}-{rec['seeds'][-1]} at scale {rec['scale']}, version "
+             f"`{rec['version']}`, {sum(rec['wall_s']):.0f} s of compute.", "",
+             "| claim | statement | threshold (source) | method: median [range] | control: median [range] | "
+             "passes | control passes | status |", "|---|---|---|---|---|---|---|---|"]
+    for cid, r in rec["claims"].items():
+        if r["kind"] != "paper":
+            continue
+        status = r["status"] + ("" if r["discriminating"] else ", **not discriminating**")
+        lines.append(f"| {cid} | {_esc(r['statement'])} | {r['op']} {_fmt(r['threshold'])} ({r['source']}) | "
+                     f"{_spread(r['measured'])} | {_spread(r['control'])} | {sum(r['passed'])}/{n} | "
+                     f"{sum(r['control_passed'])}/{n} | {status} |")
+    (static / "sweeps").mkdir(parents=True, exist_ok=True)
+    png = static / "sweeps" / f"{c.slug}.png"
+    if not png.exists():
+        fig = strip_plot(rec)
+        fig.savefig(png, dpi=100, bbox_inches="tight")
+        plt.close(fig)
+    lines += ["", f"![{c.slug}: paper claims per seed]({static_url}/sweeps/{c.slug}.png)", ""]
+    checks = [(cid, r) for cid, r in rec["claims"].items() if r["kind"] != "paper"]
+    if checks:
+        rows = "".join(f"<tr><td>{_html(cid)}</td><td>{_html(r['statement'])}</td>"
+                       f"<td>{_html(r['op'])} {_html(_fmt(r['threshold']))}</td><td>{_html(_spread(r['measured']))}"
+                       f"</td><td>{sum(r['passed'])}/{n}</td><td>{_html(r['status'])}</td></tr>" for cid, r in checks)
+        lines += [f"<details><summary>Checks: {sum(r['status'] == 'passes' for _, r in checks)} of {len(checks)} "
+                  f"hold on every seed</summary><table class=\"table\"><thead><tr><th>check</th><th>statement</th>"
+                  f"<th>threshold</th><th>measured: median [range]</th><th>holds</th><th>status</th></tr></thead>"
+                  f"<tbody>{rows}</tbody></table></details>", ""]
+    return lines
+
+
+def dashboard(static: Path) -> str:
+    "The claims dashboard: per chapter, each paper claim's reproduction over the committed sweep's seeds, and checks."
+    from icml25nb.core import chapters
+    from icml25nb.sweep import chapter_status
+    chs = chapters()
+    sts = [chapter_status(c) for c in chs]
+    swept = [s for s in sts if s["seeds"] is not None]
+    total = lambda key: sum(s[key] for s in swept)
+    lines = ["# Claims dashboard", "",
+             "Every chapter ends with its claims: **paper claims**, effects the paper reports, each measured by the "
+             "chapter's own run beside a **control** (the same metric with the paper's ingredient removed or swapped "
+             "for its baseline) that must fail; and **checks**, consistency properties that must hold on every seed. "
+             "A paper claim is *reproduced* when it passes on at least 14 of 16 seeds and its control on at most 2; "
+             "*partly* when it passes on some seeds; *not reproduced* when it passes on none. The numbers below come "
+             "from the committed sweeps (`icml25nb sweep SLUG --seeds 0-15`, one JSON file next to each notebook), "
+             "and each notebook checks that its own seed-0 run still agrees with them.", "",
+             f"**Book-wide:** {sum(s['paper'] for s in swept)} paper claims in {len(swept)} swept chapter(s): "
+             f"**{total('reproduced')} reproduced, {total('partly')} partly, {total('not_reproduced')} not reproduced**; "
+             f"{total('not_discriminating')} not discriminating. Checks: {total('checks_holding')} of "
+             f"{sum(s['checks'] for s in swept)} hold on every seed.", ""]
+    pending = [s for s in sts if s["seeds"] is None]
+    if pending:
+        lines += [f"Not yet under the contract (claims not yet classified or not yet swept): "
+                  + ", ".join(f"`{s['slug']}` ({s['provisional'] or s['paper'] + s['checks']} claims)" for s in pending)
+                  + ".", ""]
+    lines += ["| chapter | part | level | seeds | paper claims | reproduced | partly | not reproduced | "
+              "not discriminating | checks holding |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for c, s in zip(chs, sts):
+        if s["seeds"] is None:
+            continue
+        link = f"[{c.slug}]({c.notebook.replace('.ipynb', '')}.ipynb)"
+        lines.append(f"| {link} | {c.part} | {c.level} | {s['seeds']} | {s['paper']} | {s['reproduced']} | "
+                     f"{s['partly']} | {s['not_reproduced']} | {s['not_discriminating']} | "
+                     f"{s['checks_holding']} of {s['checks']} |")
+    for c, s in zip(chs, sts):
+        if s["seeds"] is not None:
+            lines += ["", f"## {c.slug}: {c.title}", "", f"*{c.paper}*. Level: {c.level}. "
+                      f"[Chapter]({c.notebook.replace('.ipynb', '')}.ipynb)."]
+            lines += sweep_section(c, static, "_static")
     return "\n".join(lines) + "\n"
 
 
-def write_sources(proc: Path, claims_json: Path | None) -> None:
+def write_sources(proc: Path) -> None:
     "Fill docs/_src with cleaned notebooks, the root page with the sidebar, the dashboard and MathJax."
     from icml25nb.core import PARTS
     if SRC.exists():
@@ -157,17 +215,29 @@ def write_sources(proc: Path, claims_json: Path | None) -> None:
     index = nbformat.read(SRC / "index.ipynb", as_version=4)
     index.cells.append(nbformat.v4.new_markdown_cell("\n".join(trees)))
     nbformat.write(index, SRC / "index.ipynb")
-    (SRC / "claims.md").write_text(dashboard(claims_json))
     static = SRC / "_static"
     static.mkdir()
+    from icml25nb.core import chapters, load_sweep
+    for c in chapters():
+        page = SRC / c.notebook
+        if load_sweep(c) is None or not page.exists():
+            continue
+        nb = nbformat.read(page, as_version=4)
+        up = "../" * c.notebook.count("/")
+        nb.cells.append(nbformat.v4.new_markdown_cell("\n".join(
+            ["## Reproduction over seeds", "", "The committed sweep of this chapter (`icml25nb sweep "
+             f"{c.slug} --seeds 0-15`); the [claims dashboard]({up}claims.md) has every chapter."]
+            + sweep_section(c, static, f"{up}_static"))))
+        nbformat.write(nb, page)
+    (SRC / "claims.md").write_text(dashboard(static))
     if not (MATHJAX / "tex-mml-chtml.js").exists():
         sys.exit(f"MathJax not found in {MATHJAX}: run `make mathjax` (npm install mathjax@3) first")
     shutil.copytree(MATHJAX, static / "mathjax")
 
 
-def build(claims: str | None, out: str) -> None:
+def build(out: str) -> None:
     proc = process_notebooks()
-    write_sources(proc, Path(claims) if claims else None)
+    write_sources(proc)
     out_dir = ROOT / out
     if out_dir.exists():
         shutil.rmtree(out_dir)
@@ -200,8 +270,7 @@ if __name__ == "__main__":  # proc_nbs spawns worker processes: keep the entry p
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build")
-    b.add_argument("--claims", default=None, help="claims JSON from `icml25nb claims --all --json`")
     b.add_argument("--out", default="_docs")
     sub.add_parser("readme")
     a = ap.parse_args()
-    build(a.claims, a.out) if a.cmd == "build" else readme()
+    build(a.out) if a.cmd == "build" else readme()

@@ -1,0 +1,61 @@
+"""Every registered chapter under the claims contract, at the fast scale with seed 1 (the notebooks run seed 0, and
+compare it with the committed sweep themselves):
+
+- two runs with seed 1 give identical results (wall-clock numbers, kept under the result's `timings`, aside);
+- every check holds and every paper claim is discriminating (its control fails the same comparison); a paper claim
+  that fails is a reported result, not a test failure; claims not yet classified (`provisional`) must hold;
+- a chapter under the contract declares it properly: at least two paper claims, each with a control and a threshold
+  source, and a committed sweep made with the same claims.
+
+`SWEPT` is the one chapter whose seed-1 runs come from tests/test_sweep.py instead (the local and the Ray sweep each
+run it once with seed 1 and must agree), and `CLI_CHAPTER` the one whose seed-1 runs come from tests/test_cli.py
+(`icml25nb run` twice), so that no chapter runs more than twice in the tests besides its notebook
+(SWEPT: seeds 1 and 2, in each engine)."""
+import json
+
+import pytest
+
+from icml25nb.core import SOURCES, chapters, contract_problems, load_sweep, run_chapter, to_jsonable
+
+CHAPTERS = chapters()
+SWEPT = "hclust"
+CLI_CHAPTER = "precond"
+
+
+def _same(a: dict, b: dict) -> bool:
+    dump = lambda r: json.dumps(to_jsonable({k: v for k, v in r.items() if k != "timings"}), sort_keys=True)
+    return dump(a) == dump(b)
+
+
+def test_registry_lists_the_chapters():
+    slugs = {c.slug for c in CHAPTERS}
+    assert {"mincut", SWEPT, CLI_CHAPTER} <= slugs
+
+
+@pytest.mark.parametrize("chapter", [c for c in CHAPTERS if c.slug not in (SWEPT, CLI_CHAPTER)], ids=lambda c: c.slug)
+def test_seed_1_twice_same_result_and_contract(chapter):
+    (r1, rows), (r2, _) = run_chapter(chapter, "fast", 1), run_chapter(chapter, "fast", 1)
+    assert _same(r1, r2), f"{chapter.slug}: two runs with seed 1 differ"
+    problems = contract_problems(rows)
+    assert not problems, f"{chapter.slug}, seed 1:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.slug)
+def test_claims_are_declared_as_the_contract_asks(chapter):
+    if not chapter.under_contract:
+        assert all(c.kind == "provisional" for c in chapter.claims), \
+            f"{chapter.slug}: classify every claim (paper or check) at once, not some"
+        return
+    paper = [c for c in chapter.claims if c.kind == "paper"]
+    assert len(paper) >= 2, f"{chapter.slug}: a chapter needs at least two paper claims"
+    for c in paper:
+        assert c.control is not None and c.source in SOURCES and c.basis.strip(), \
+            f"{chapter.slug}.{c.id}: a paper claim needs a control, a threshold source and its basis"
+    sweep = load_sweep(chapter)
+    assert sweep is not None, f"{chapter.slug}: no committed sweep (icml25nb sweep {chapter.slug} --seeds 0-15)"
+    assert len(sweep["seeds"]) >= 16 and not sweep["errors"], f"{chapter.slug}: the committed sweep is incomplete"
+    assert list(sweep["claims"]) == [c.id for c in chapter.claims], f"{chapter.slug}: the sweep has other claims"
+    for c in chapter.claims:
+        rec = sweep["claims"][c.id]
+        assert (rec["kind"], rec["op"], rec["threshold"]) == (c.kind, c.op, float(c.threshold)), \
+            f"{chapter.slug}.{c.id}: the sweep was made with another comparison"
