@@ -392,5 +392,5 @@ CLAIMS = [
 CHAPTER = register(Chapter(
     slug="grokking", part="optim", title="Grokking Beyond the Euclidean Norm of Model Parameters",
     paper="Tikeng Notsawo, Dumas, Rabusseau. ICML 2025, PMLR 267:28552-28618. arXiv:2506.05718",
-    experiment=experiment, claims=CLAIMS, level="faithful", plots=plots, notebook="optim/02_grokking.ipynb",
+    experiment=experiment, claims=CLAIMS, level="scaled down", plots=plots, notebook="optim/02_grokking.ipynb",
 ))

@@ -552,5 +552,5 @@ CHAPTER = register(Chapter(
     slug="lora_landscape", part="optim",
     title="LoRA Training Provably Converges to a Low-Rank Global Minimum or It Fails Loudly (But it Probably Won't Fail)",
     paper="Kim, Kim, Ryu. ICML 2025 (oral). arXiv:2502.09376",
-    experiment=experiment, claims=CLAIMS, level="faithful", plots=plots, notebook="optim/03_lora_landscape.ipynb",
+    experiment=experiment, claims=CLAIMS, level="toy analogue", plots=plots, notebook="optim/03_lora_landscape.ipynb",
 ))
