@@ -11,10 +11,10 @@ import pytest
 SCRIPT = shutil.which("icml25nb", path=str(Path(sys.executable).parent)) or shutil.which("icml25nb")
 
 
-def cli(*args, cwd=None):
+def cli(*args, cwd=None, progress="0"):
     assert SCRIPT, "the icml25nb console script is not installed"
     return subprocess.run([SCRIPT, *args], capture_output=True, text=True, cwd=cwd, timeout=600,
-                          env={**os.environ, "ICML25NB_PROGRESS": "0"})
+                          env={**os.environ, "ICML25NB_PROGRESS": progress})
 
 
 def test_list_shows_registered_chapters():
@@ -32,7 +32,8 @@ from test_chapters import CLI_CHAPTER  # its seed-1 contract and determinism are
 def two_runs(tmp_path_factory):
     "`icml25nb run precond --seed 1` twice, as a user would: (completed processes, output folders)."
     outs = [tmp_path_factory.mktemp("run") / "out" for _ in range(2)]
-    return [cli("run", CLI_CHAPTER, "--seed", "1", "--out", str(o)) for o in outs], outs
+    # progress on: stderr is a pipe here, as in a CI log, so the bars must be plain lines
+    return [cli("run", CLI_CHAPTER, "--seed", "1", "--out", str(o), progress="1") for o in outs], outs
 
 
 def test_run_writes_result_claims_and_figures(two_runs):
@@ -44,6 +45,13 @@ def test_run_writes_result_claims_and_figures(two_runs):
     assert claims["contract_holds"] is True and claims["problems"] == [], claims["problems"]
     assert (out / "convergence.png").read_bytes()[:4] == b"\x89PNG"
     assert "paper claims" in r.stdout and "checks" in r.stdout and "discriminating" in r.stdout
+
+
+def test_progress_in_a_pipe_is_a_few_plain_lines(two_runs):
+    (r, _), _ = two_runs
+    assert "\r" not in r.stderr  # no carriage-return bar updates in a log
+    bars = [line for line in r.stderr.splitlines() if "%)" in line]
+    assert len(bars) <= 11 * 4, r.stderr  # at most one line per tenth of each of the chapter's bars
 
 
 def test_the_same_seed_gives_the_same_result(two_runs):
