@@ -59,3 +59,16 @@ def test_claims_are_declared_as_the_contract_asks(chapter):
         rec = sweep["claims"][c.id]
         assert (rec["kind"], rec["op"], rec["threshold"]) == (c.kind, c.op, float(c.threshold)), \
             f"{chapter.slug}.{c.id}: the sweep was made with another comparison"
+
+
+def test_readme_table_matches_the_committed_sweeps():
+    # the README is generated from nbs/index.ipynb's saved output: rerun it (and `make readme`) after a new sweep
+    from pathlib import Path
+
+    from icml25nb.sweep import chapter_status, status_cells
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for c in CHAPTERS:
+        row = next((line for line in readme.splitlines() if line.startswith(f"| {c.part} | `{c.slug}`")), None)
+        assert row is not None, f"README has no row for {c.slug}"
+        paper, checks = status_cells(chapter_status(c))
+        assert f"| {c.level} | {paper} | {checks} |" in row, f"README row for {c.slug} is stale: {row}"
