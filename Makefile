@@ -31,7 +31,7 @@ $(MATHJAX):
 test: setup mathjax
 	$(BIN)/python tools/check_sync.py
 	$(BIN)/python tools/build_docs.py build
-	ICML25NB_REQUIRE_DOCS=1 $(BIN)/python -m pytest -n $(WORKERS) -p no:cacheprovider tests
+	ICML25NB_REQUIRE_DOCS=1 $(BIN)/python -m pytest -n $(WORKERS) -p no:cacheprovider --durations=60 tests
 
 book: setup mathjax
 	mkdir -p _book
