@@ -111,3 +111,20 @@ def test_extra_terms_match_an_explicit_jacobian():
     e = J.sum(1) + (v - ps.u) * ps.score + 1 / sig
     want = cfm / 2 + 0.7 * (((ps.sigma * r) ** 2).mean() + ((sig * e) ** 2).mean() + 2 * cfm)
     torch.testing.assert_close(FD.fdm_loss(model, ps, 0.7, exact=True, extra_terms=True), want)
+
+
+def test_reduction_and_its_lambda_zero_control():
+    "1 - new / base; the control compares CFM with itself, so it is 0 and fails every margin > 0."
+    assert FD._reduction(2.0, 1.5) == pytest.approx(0.25)
+    assert FD._reduction(2.0, 2.5) == pytest.approx(-0.25)
+    assert FD._reduction(0.7, 0.7) == 0.0
+
+
+def test_the_checks_can_fail_on_an_untrained_network():
+    "The bound's non-vacuity and the residual floor separate a trained field from an untrained one."
+    torch.manual_seed(0)
+    model = FD.VelocityMLP(2, 128)
+    floor = FD.residual_metric(FD.CheckerboardField(), *FD.eval_batch("checkerboard", 0))
+    assert floor / FD.residual_metric(model, *FD.eval_batch("checkerboard", 0)) < 0.9   # conditional_residual_floor
+    assert FD.marginal_bound(model, t_points=8, n_grid=41)[0] >= 1.0                  # tv_bound_nonvacuous
+    assert FD.marginal_bound(FD.CheckerboardField(), t_points=8, n_grid=41)[0] <= 1e-3  # exact_field_bound_zero

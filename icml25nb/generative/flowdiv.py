@@ -348,8 +348,13 @@ SCALE_CONFIG = {
 }
 
 
+def _reduction(base: float, new: float) -> float:
+    "1 - new / base: the fraction by which `new` lies below `base` (0 when `new` is `base`, negative when above)."
+    return float(1 - new / base)
+
+
 def experiment(scale: str = "fast", seed: int = 0) -> dict:
-    "Train CFM and FDM on the checkerboard; Hutchinson check, the TV bound for both, NLL and residuals."
+    "Train CFM and FDM on the checkerboard; FDM against CFM (NLL, TV, the bound, residuals), checks of the bound and Hutchinson."
     cfg = SCALE_CONFIG[check_scale(scale)]
     seed = check_seed(seed)
     runs = {}
@@ -379,15 +384,27 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     # the conditional residual of the exact marginal field, on the batch the networks' residuals use
     residual_exact = residual_metric(CheckerboardField(), *eval_batch("checkerboard", seed))
     c, f = runs["cfm"], runs["fdm"]
+    ratios = [c["tv"] / c["bound"], f["tv"] / f["bound"]]
+    kl = {k: v["nll"] - math.log(8) for k, v in runs.items()}  # excess NLL over the data's entropy: KL(p_1 || p_hat_1)
+    # FDM against CFM. Each control is the same comparison for lambda = 0, i.e. for CFM itself: the lambda = 0 arm of
+    # the same run has the same initialisation and batches as CFM, so its model is CFM's and its reduction is 0.
+    fdm_vs_cfm = {}
+    for name, key in (("kl", None), ("tv", "tv"), ("bound", "bound"), ("residual", "residual")):
+        val = (lambda r: kl[r]) if key is None else (lambda r, key=key: runs[r][key])
+        fdm_vs_cfm[f"{name}_reduction"] = _reduction(val("cfm"), val("fdm"))
+        fdm_vs_cfm[f"control_{name}_reduction"] = _reduction(val("cfm"), val("cfm"))
     return dict(
         scale=scale, seed=seed, config=cfg,
         runs={k: {kk: vv for kk, vv in v.items() if kk != "model"} for k, v in runs.items()},
         hutchinson_rel_error=hutch_rel,
-        tv_over_bound_max=float(max(c["tv"] / c["bound"], f["tv"] / f["bound"])),
-        bound_reduction=float(1 - f["bound"] / c["bound"]),
-        bound_sigma_reduction=float(1 - f["bound_sigma"] / c["bound_sigma"]),
-        residual_reduction=float(1 - f["residual"] / c["residual"]),
+        tv_over_bound_max=float(max(ratios)), tv_over_bound_min=float(min(ratios)),
+        bound_max=float(max(c["bound"], f["bound"])),
+        exact_field_bound=marginal_bound(CheckerboardField(), t_points=8, n_grid=41)[0],
+        **fdm_vs_cfm,
+        bound_sigma_reduction=_reduction(c["bound_sigma"], f["bound_sigma"]),
         residual_exact=residual_exact, floor_over_cfm=float(residual_exact / c["residual"]),
+        floor_over_untrained=float(residual_exact / c["history"][0, 1]),
+        kl_cfm=float(kl["cfm"]), kl_fdm=float(kl["fdm"]),
         nll_cfm=c["nll"], nll_fdm=f["nll"], nll_difference=float(f["nll"] - c["nll"]),
     )
 
@@ -433,16 +450,50 @@ def plots(result: dict) -> dict:
     return figs
 
 # %% ../../nbs/generative/02_flowdiv.ipynb #20a81d7a
+_CONTROL = ("control: the same comparison for lambda = 0 in the same run, i.e. CFM against itself (same network, "
+            "initialisation, batches and steps), whose reduction is 0")
+_MARGIN = ("the paper: FDM 'improves the performance of the flow-based generative model by a noticeable margin' over "
+           "CFM (abstract); no 2D number of the paper's could be read here, so 'noticeable' is read as >= 5% less, "
+           "a threshold chosen from the paper's wording before the seeds 0-3 runs of this version")
+_PREREG = "preregistered 2026-12-04 on seeds 0-3 (SEEDS03) before seeds 4-15 were run"
 CLAIMS = [
+    Claim("fdm_lower_nll", "FDM's held-out NLL is lower than CFM's by a noticeable margin: its excess over the data's "
+          "entropy log 8 (an estimate of KL(p_1 || p_hat_1)) is >= 5% smaller (1 - KL_FDM / KL_CFM)",
+          "kl_reduction", ">=", 0.05, kind="paper", control="control_kl_reduction", source="preregistered",
+          basis=_MARGIN + "; " + _PREREG.replace("SEEDS03", "1 - KL_FDM / KL_CFM = 0.0021, 0.0020, 0.0014, -0.0011; controls 0") + "; " + _CONTROL),
+    Claim("fdm_lower_tv", "FDM's TV(p_1, p_hat_1) (likelihood ODE on a 71x71 grid) is >= 5% smaller than CFM's",
+          "tv_reduction", ">=", 0.05, kind="paper", control="control_tv_reduction", source="preregistered",
+          basis=_MARGIN + "; " + _PREREG.replace("SEEDS03", "1 - TV_FDM / TV_CFM = 0.0026, -0.0011, -0.0042, -0.0044; controls 0") + "; " + _CONTROL),
+    Claim("fdm_lowers_tv_bound", "FDM lowers the paper's TV bound 1/2 int ||div(p_t (u_t - v_t))||_1 dt below CFM's "
+          "(1 - B_FDM / B_CFM > 0)", "bound_reduction", ">", 0.0, kind="paper", control="control_bound_reduction",
+          source="preregistered",
+          basis="the paper's design: the divergence loss targets the term of the TV bound that CFM leaves free; "
+                "direction only (threshold 0), the paper gives no size for it; "
+                + _PREREG.replace("SEEDS03", "1 - B_FDM / B_CFM = 0.0055, 0.0035, 0.0068, 0.0041; controls 0") + "; " + _CONTROL),
+    Claim("fdm_cuts_conditional_residual", "FDM cuts the exact conditional divergence residual E|sigma_t r| by >= 30% "
+          "against CFM (the research brief's claim)", "residual_reduction", ">=", 0.3, kind="paper",
+          control="control_residual_reduction", source="preregistered",
+          basis="threshold 30% fixed in the chapter's research brief before any code was written (a proposal built on "
+                "the paper's premise that CFM leaves the divergence unmatched and FDM matches it, not a number of the "
+                "paper's); seeds 0-3: 0.00061, 0.0016, 0.00035, 0.00074, controls 0; " + _CONTROL),
     Claim("hutchinson_unbiased", "Hutchinson's estimator is unbiased: the mean over 10^4 Rademacher probes is within "
-          "2% of the exact divergence (relative l2 error over 256 points)", "hutchinson_rel_error", "<=", 0.02),
+          "2% of the exact divergence (relative l2 error over 256 points)", "hutchinson_rel_error", "<=", 0.02,
+          kind="check", basis="Monte Carlo error ~ sqrt(2 sum_(i!=j) J_ij^2 / 10^4) / |tr J|: about 0.3% on seed 0"),
     Claim("tv_bound_holds", "TV(p_1, p_hat_1) <= 1/2 int ||div(p_t (u_t - v_t))||_1 dt for the trained CFM and FDM "
-          "networks (largest ratio TV / bound)", "tv_over_bound_max", "<=", 1.0),
-    Claim("fdm_nll_no_worse", "FDM's test NLL (exact divergence) is no worse than CFM's + 0.02 nats with the same "
-          "network, initialisation, batches and steps", "nll_difference", "<=", 0.02),
-    Claim("conditional_residual_floor", "A 30% cut of the conditional residual E|sigma_t r| is out of reach of a "
-          "field that approaches the target: the exact marginal field's residual is >= 0.7 of the CFM network's",
-          "floor_over_cfm", ">=", 0.7),
+          "networks, computed independently (likelihood ODE vs closed-form p_t and autograd; largest ratio)",
+          "tv_over_bound_max", "<=", 1.0, kind="check",
+          basis="the paper's bound; it holds for every field, so this checks the numerics (grid, ODE, closed forms)"),
+    Claim("tv_bound_tight", "The bound is tight within a factor 2 on the trained networks (smallest ratio TV / bound)",
+          "tv_over_bound_min", ">=", 0.5, kind="check", basis="threshold from the previous version's seeds 0-5 (ratios ~0.77), kept after seeds 0-3 of this version: 0.750, 0.735, 0.726, 0.732; an untrained network's is ~0.53"),
+    Claim("tv_bound_nonvacuous", "The bound says something: it is below 1 (TV never exceeds 1) for both networks "
+          "(largest bound; an untrained network's is 1.01)", "bound_max", "<", 1.0, kind="check",
+          basis="TV <= 1 always, so a bound >= 1 is vacuous; seeds 0-3: 0.641, 0.637, 0.647, 0.651"),
+    Claim("exact_field_bound_zero", "The bound of the exact marginal field (closed form) vanishes: it solves the "
+          "continuity equation with the closed-form p_t (8 x 41 x 41 quadrature)", "exact_field_bound", "<=", 1e-3,
+          kind="check", basis="derived: div(p_t u_t) = -dp_t/dt exactly; quadrature error ~1e-6"),
+    Claim("conditional_residual_floor", "The conditional residual has a floor near CFM's: the exact marginal field's "
+          "E|sigma_t r| is >= 0.9 of the CFM network's (an untrained network's ratio is ~0.85)", "floor_over_cfm",
+          ">=", 0.9, kind="check", basis="threshold from the previous version's seeds 0-5 (ratios ~0.96), kept after seeds 0-3 of this version: 0.959, 0.964, 0.963, 0.958"),
 ]
 
 # %% ../../nbs/generative/02_flowdiv.ipynb #24a98b38
