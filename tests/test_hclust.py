@@ -1,0 +1,71 @@
+"""hclust chapter: the exact optimum, the population graph and the instance families at tiny sizes."""
+import itertools
+
+import numpy as np
+import pytest
+
+from icml25nb.algorithms import hclust as H
+
+
+def _all_trees(leaves):
+    if len(leaves) == 1:
+        yield leaves[0]
+        return
+    first, rest = leaves[0], leaves[1:]
+    for mask in range(2 ** len(rest)):
+        A = [first] + [x for j, x in enumerate(rest) if mask >> j & 1]
+        B = [x for j, x in enumerate(rest) if not mask >> j & 1]
+        if B:
+            for ta in _all_trees(A):
+                for tb in _all_trees(B):
+                    yield (ta, tb)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_optimal_dasgupta_cost_is_the_brute_force_minimum(n):
+    rng = np.random.default_rng(n)
+    W = rng.random((n, n)); W = (W + W.T) / 2
+    brute = min(H.dasgupta_cost(W, H._tree_from_groups(t)) for t in _all_trees(list(range(n))))
+    assert H.optimal_dasgupta_cost(W) == pytest.approx(brute, rel=1e-12)
+
+
+def test_optimum_is_below_a_planted_tree_on_a_sample():
+    W, Z = H.hsbm(depth=3, seed=0, q=H.weak_top_probabilities(3))
+    assert H.optimal_dasgupta_cost(W) <= H.dasgupta_cost(W, Z) + 1e-12
+
+
+@pytest.mark.parametrize("family", ["hier", "weak"])
+def test_planted_tree_is_optimal_on_the_population_graph(family):
+    q = H._family_q(family, 3, H.SCALE_CONFIG["fast"])
+    for seed in range(3):
+        _, Z = H.hsbm(depth=3, seed=seed, q=q)
+        Q = H.expected_weights(Z, q)
+        assert H.optimal_dasgupta_cost(Q) == pytest.approx(H.dasgupta_cost(Q, Z), rel=1e-12)
+
+
+def test_a_wrong_tree_is_not_optimal_on_the_population_graph():
+    q = H.level_probabilities(3)
+    _, Z = H.hsbm(depth=3, seed=0, q=q)
+    Q = H.expected_weights(Z, q)
+    _, other = H.hsbm(depth=3, seed=1, q=q)
+    assert H.dasgupta_cost(Q, other) > H.optimal_dasgupta_cost(Q) + 1e-9
+
+
+def test_expected_weights_follow_the_lca_height():
+    q = H.weak_top_probabilities(4)
+    _, Z = H.hsbm(depth=4, seed=2, q=q)
+    S, Q = H.lca_sizes(Z), H.expected_weights(Z, q)
+    for h, size in enumerate([2, 4, 8, 16]):
+        assert np.allclose(Q[S == size], q[h])
+    assert (np.diag(Q) == 0).all()
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="non-increasing"):
+        H.hsbm(depth=3, q=[0.1, 0.2, 0.3])
+    with pytest.raises(ValueError, match="3 probabilities"):
+        H.hsbm(depth=3, q=[0.3, 0.2])
+    with pytest.raises(ValueError, match="n must be <= 12"):
+        H.optimal_dasgupta_cost(np.zeros((13, 13)))
+    with pytest.raises(ValueError, match="depth >= 2"):
+        H.weak_top_probabilities(1)
