@@ -62,3 +62,23 @@ def test_modular_data_bad_input():
         G.modular_data(p=7, frac=1.0)
     with pytest.raises(ValueError, match="p must"):
         G.modular_data(p=1.5)
+
+
+def test_never_generalising_scores_zero_not_infinity():
+    "A run whose recovery error never reaches 0.1 gets grokking ratio 0, so it fails '>= 10' (it used to be inf)."
+    p = G.cs_problem(n=60, s=3, N=30, seed=2)
+    tr = G.ista(p.X, p.y, 0.0, a_star=p.a_star, iters=2000, points=30)
+    t_fit, t_gen = G.grok_times(tr)
+    assert t_fit is not None and t_gen is None
+    assert G.grok_ratio((t_fit, t_gen)) == 0.0
+    M, mask = G.mc_problem(n=12, r=1, frac=0.6, seed=0)
+    mc = G.nuclear_prox(M, mask, 0.0, iters=400, points=20)
+    assert np.allclose(mc["test"][1:], 1.0) and G.grok_ratio(G.grok_times(mc, 1e-2, 0.1)) == 0.0
+
+
+def test_nuclear_prox_batch_bad_input():
+    M, mask = G.mc_problem(n=8, r=1, frac=0.7, seed=0)
+    with pytest.raises(ValueError, match="beta"):
+        G.nuclear_prox_batch(M[None], mask[None], [-1.0], 10)
+    with pytest.raises(ValueError, match="same shape"):
+        G.nuclear_prox_batch(M[None], mask, [0.1], 10)
