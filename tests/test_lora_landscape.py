@@ -105,19 +105,69 @@ def test_bad_input():
         LL.train_lora(p, r=2, steps=0)
     with pytest.raises(ValueError, match="scale"):
         LL.experiment("huge")
+    with pytest.raises(ValueError, match="link"):
+        LL.make_sensing_problem(link="cubic")
+    with pytest.raises(ValueError, match="link"):
+        LL.SensingProblem(np.zeros((3, 2, 2)), np.zeros(3), np.zeros((2, 2)), link="exp")
 
 
 def test_full_scale_branch_runs_and_plots(monkeypatch):
-    "The `full` configuration (shrunk here) adds an initialisation; results and figures carry all of them."
+    "The `full` configuration (shrunk here) adds initialisations; results and figures carry all of them."
     small = copy.deepcopy(LL.SCALE_CONFIG["full"])
     small.update(m=8, n=8, n_meas=50, runs=3, steps=300, record_every=100, identity_instances=2,
-                 identity_factorisations=10, small_runs=2)
+                 identity_factorisations=10)
+    small["nonconvex"].update(m=6, n=6, n_meas=30, runs=3, steps=200)
     monkeypatch.setitem(LL.SCALE_CONFIG, "full", small)
     r = LL.experiment("full", seed=4)
     assert set(r["runs"]) == {"lora/1", "gaussian/1", "gaussian/3", "gaussian/10"}
     for run in r["runs"].values():
         assert sum(run["counts"].values()) == 3 and set(run["counts"]) <= set(LL.LABELS)
         assert run["gap"].shape == (3, len(run["t"])) and run["t"][-1] == 300
+    assert set(r["nonconvex"]["runs"]) == {"lora/1", "gaussian/1", "gaussian/1.5", "gaussian/2", "gaussian/3",
+                                           "lora/1/r=1"}
+    for run in r["nonconvex"]["runs"].values():
+        assert sum(run["counts"].values()) == 3 and 0 <= run["global_frac"] <= 1
     assert r["identity_err_max"] < 1e-12 and r["identity_excess_min"] >= 0
     figs = LL.plots(r)
     assert set(figs) == {"training", "classification"}
+
+
+def test_sine_link_gradient_and_reference():
+    "The sine-link loss: gradient by central differences; the proximal-gradient reference is a fixed point."
+    p = LL.make_sensing_problem(m=5, n=4, r_true=1, n_meas=15, seed=2, link="sin", freq=0.5)
+    assert p.link == "sin" and not p.convex and p.loss(p.X_true) < 1e-25
+    rng = np.random.default_rng(0)
+    X, E = rng.standard_normal((5, 4)), rng.standard_normal((5, 4)) * 1e-6
+    np.testing.assert_allclose((p.loss(X + E) - p.loss(X - E)) / 2, np.sum(p.grad(X) * E), rtol=1e-6)
+    ref = LL.local_reference(p, 0.01)
+    step = LL.svt(ref.X - p.grad(ref.X) / p.smoothness, 0.01 / p.smoothness)
+    assert np.linalg.norm(step - ref.X) < 1e-9 and np.isnan(ref.dual)
+    with pytest.raises(ValueError, match="convex"):
+        LL.solve_nuclear(p, 0.01)
+    # the Hessian of f via autograd agrees with differences of lora_grad on the sine link
+    A, B = rng.standard_normal((5, 2)), rng.standard_normal((4, 2))
+    H = LL.lora_hessian(A, B, p, 0.01)
+    dA = rng.standard_normal((5, 2)) * 1e-6
+    gp, gm = LL.lora_grad(A + dA, B, p, 0.01), LL.lora_grad(A - dA, B, p, 0.01)
+    fd = np.concatenate([(gp[0] - gm[0]).ravel(), (gp[1] - gm[1]).ravel()]) / 2
+    np.testing.assert_allclose(H @ np.concatenate([dA.ravel(), np.zeros(8)]), fd, rtol=1e-5, atol=1e-12)
+
+
+def test_local_reference_matches_the_certified_optimum_on_a_convex_problem():
+    p = LL.make_sensing_problem(m=6, n=5, r_true=1, n_meas=20, seed=1)
+    sol = LL.solve_nuclear(p, 0.1)
+    ref = LL.local_reference(p, 0.1, X0=np.zeros((6, 5)))
+    np.testing.assert_allclose(ref.X, sol.X, atol=1e-7)
+
+
+def test_loudness_rule():
+    "Loud: diverged, or rank r above the minimiser's rank with a larger norm; the fraction is over failures only."
+    base = dict(finite=True, r=6, rank_star=2, norm_star=1.0, label="loud_failure")
+    assert LL.is_loud(dict(base, rank=6, norm=1.5))
+    assert not LL.is_loud(dict(base, rank=5, norm=3.0))          # not full rank
+    assert not LL.is_loud(dict(base, rank=6, norm=0.9))          # not larger
+    assert not LL.is_loud(dict(base, r=1, rank=1, norm=3.0))     # full rank but below the minimiser's
+    assert LL.is_loud(dict(base, finite=False, rank=6, norm=np.inf))
+    rows = [dict(base, rank=6, norm=1.5), dict(base, rank=5, norm=1.5), dict(base, label="global", rank=2, norm=1.0)]
+    assert LL._loud_fraction(rows) == 0.5
+    assert np.isnan(LL._loud_fraction(rows[2:]))                 # no failure: NaN, which fails the claim
