@@ -62,34 +62,31 @@ def lca_sizes(tree) -> np.ndarray:
     Z = np.asarray(tree, dtype=np.float64)
     n = len(Z) + 1
     order, rg = HK.leaf_ranges(Z)
-    S = np.zeros((n, n), dtype=np.int64)
+    S = np.zeros((n, n), dtype=np.int64)  # in dendrogram order every merge is a contiguous block
     for a, b, c in rg:
-        S[np.ix_(order[a:b], order[b:c])] = c - a
-    return S + S.T
+        S[a:b, b:c] = c - a
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(n)
+    return (S + S.T)[np.ix_(pos, pos)]
 
 # %% ../../nbs/algorithms/02_hclust.ipynb #1cbd8b25
 def _tree_from_groups(groups: list) -> np.ndarray:
     "Linkage of a nested binary structure given as leaves (ints) and pairs (tuples), merged bottom-up."
-    n = sum(1 for _ in _leaves(groups))
     rows = []
 
-    def build(g):
+    def build(g):  # merged clusters get ids -1, -2, ... until the number of leaves is known
         if isinstance(g, (int, np.integer)):
             return int(g), 1
         (a, sa), (b, sb) = build(g[0]), build(g[1])
         rows.append([a, b, float(sa + sb), sa + sb])
-        return n + len(rows) - 1, sa + sb
+        return -len(rows), sa + sb
 
     build(groups)
-    return np.array(rows, dtype=np.float64)
+    Z = np.array(rows, dtype=np.float64).reshape(-1, 4)
+    ids = Z[:, :2]
+    ids[ids < 0] = len(Z) + 1 - ids[ids < 0] - 1  # cluster -k is row k - 1: id n + k - 1
+    return Z
 
-
-def _leaves(g):
-    if isinstance(g, (int, np.integer)):
-        yield int(g)
-    else:
-        for h in g:
-            yield from _leaves(h)
 
 
 def level_probabilities(depth: int, q_max: float = 0.9, q_min: float = 0.01) -> np.ndarray:
@@ -140,9 +137,8 @@ def hsbm(depth: int = 8, q_max: float = 0.9, q_min: float = 0.01, seed: int = 0,
     while len(level) > 1:
         level = [(level[i], level[i + 1]) for i in range(0, len(level), 2)]
     Z = _tree_from_groups(level[0])
-    P = expected_weights(Z, q)
     U = rng.random((n, n))
-    W = np.triu((U < P).astype(np.float64), 1)
+    W = np.triu((U < expected_weights(Z, q)).astype(np.float64), 1)
     return W + W.T, Z
 
 
@@ -335,7 +331,7 @@ def spectral_sparsest_cut(W) -> np.ndarray:
         vec = np.linalg.eigh(Lsym)[1][:, 1] / np.sqrt(d)
         order = np.argsort(vec, kind="stable")
         Wo = Wc[np.ix_(order, order)]
-        cut = np.array([Wo[:i, i:].sum() for i in range(1, len(C))])
+        cut = np.cumsum(np.triu(Wo, 1).sum(1) - np.tril(Wo, -1).sum(1))[:-1]  # w(first i, rest), i = 1..|C|-1
         sizes = np.arange(1, len(C))
         i = int(np.argmin(cut / (sizes * (len(C) - sizes)))) + 1
         return (solve(C[order[:i]]), solve(C[order[i:]]))
@@ -376,12 +372,12 @@ def _run_family(family: str, cfg: dict, seed: int) -> dict:
     out = dict(baselines={k: ratio(z, "Q") for k, z in base.items()}, random_tree=ratio(rand, "Q"),
                baselines_on_W={k: ratio(z, "W") for k, z in base.items()}, runs={})
     for p in cfg["ps"]:
-        od = SplittingOracle(Z, p, seed=seed * 10 + 1)
-        zd = oracle_hc_dasgupta(od, seed=seed)
-        om = SplittingOracle(Z, p, seed=seed * 10 + 1)
-        zm = oracle_hc_mw(om, seed=seed)
+        o = SplittingOracle(Z, p, seed=seed * 10 + 1)  # persistent: both algorithms get the same answers
+        zd = oracle_hc_dasgupta(o, seed=seed)
+        qd = o.queries
+        zm = oracle_hc_mw(o, seed=seed)
         out["runs"][p] = dict(dasgupta=ratio(zd, "Q"), mw=ratio(zm, "Q"), dasgupta_on_W=ratio(zd, "W"),
-                              queries_dasgupta=od.queries, queries_mw=om.queries,
+                              queries_dasgupta=qd, queries_mw=o.queries - qd,
                               exact=bool(p == 0 and np.array_equal(lca_sizes(zd), lca_sizes(Z))))
     return out
 
@@ -394,10 +390,11 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     qs = []
     for dp in progress(cfg["query_depths"], desc="queries vs n"):
         Wq, Zq = hsbm(dp, cfg["q_max"], cfg["q_min"], seed + 100)
-        od, om = SplittingOracle(Zq, 0.2, seed=seed), SplittingOracle(Zq, 0.2, seed=seed)
-        oracle_hc_dasgupta(od, seed=seed)
-        oracle_hc_mw(om, seed=seed)
-        qs.append(dict(n=2 ** dp, dasgupta=od.queries, mw=om.queries))
+        o = SplittingOracle(Zq, 0.2, seed=seed)
+        oracle_hc_dasgupta(o, seed=seed)
+        qd = o.queries
+        oracle_hc_mw(o, seed=seed)
+        qs.append(dict(n=2 ** dp, dasgupta=qd, mw=o.queries - qd))
     ns = np.log([q["n"] for q in qs])
     slope = lambda key: float(np.polyfit(ns, np.log([q[key] for q in qs]), 1)[0])
     optimal = []
