@@ -134,3 +134,62 @@ def test_quantize_model_scopes_respect_the_budget():
         assert isinstance(qm.head, torch.nn.Linear)  # the head is skipped
     with pytest.raises(ValueError, match="no nn.Linear"):
         L.quantize_model(torch.nn.Sequential(torch.nn.ReLU()))
+
+
+def test_stored_arrays_are_what_is_counted_and_decode_alone():
+    W = L.heavy_tailed_matrix(24, 128, seed=5)
+    for method, t in [("nf", 1), ("nf", 4), ("uniform", 2), ("milp", 1.5), ("greedy", 2.3)]:
+        qt = L.quantize(W, t, 64, method)
+        st = qt.stored()
+        assert qt.nbytes == sum(a.nbytes for a in st.values())
+        np.testing.assert_array_equal(qt.decode_stored(), qt.dequantize())
+        assert st["tables"].dtype == (np.float32 if method == "nf" else np.float16)
+        if method in ("milp", "greedy"):
+            assert qt.nbytes == L.stored_bytes_for(qt.bits, 128)
+            assert st["widths"].nbytes == (2 * 24 + 7) // 8
+        acct = L.bit_accounting([qt])
+        assert acct["total"] == pytest.approx(sum(v for k, v in acct.items() if k != "total"))
+        assert acct["scales"] == pytest.approx(0.5)
+    # a table that is not stored would not decode: dropping a row's levels breaks decode_stored
+    qt = L.quantize(W, 2, 64, "milp")
+    qt.levels = qt.levels.copy()
+    qt.levels[0, 1] = np.float32(1 / 3)  # not a float16 value: the stored (float16) table rounds it
+    assert not np.array_equal(qt.decode_stored(), qt.dequantize())
+
+
+def test_width_packing_roundtrip():
+    rng = np.random.default_rng(0)
+    for R in (1, 3, 4, 9):
+        b = rng.choice([1, 2, 4], R)
+        p = L._pack_widths(b)
+        assert p.nbytes == (2 * R + 7) // 8
+        np.testing.assert_array_equal(L._unpack_widths(p, R), b)
+
+
+def test_code_target_for_total_fits_and_is_nearly_the_largest():
+    Ws = [L.heavy_tailed_matrix(32, 256, seed=6), L.heavy_tailed_matrix(16, 64, seed=7)]
+    cbs = [L.fit_codebooks(W) for W in Ws]
+    n = sum(W.size for W in Ws)
+    for total in (2.2, 2.6, 3.5):
+        t, rbs = L.code_target_for_total(cbs, total)
+        qts = [L.quantize(W, t, codebooks=cb, row_bits=rb) for W, cb, rb in zip(Ws, cbs, rbs)]
+        assert 8 * sum(q.nbytes for q in qts) <= total * n
+        assert L.bits_over_target(qts, total, total=True) <= 0
+        # 0.01 more code bits no longer fits (bisection resolution 3/4096)
+        E = np.concatenate([cb.errors for cb in cbs]); sizes = np.concatenate([cb.sizes for cb in cbs])
+        more = np.split(L.assign_precision(E, sizes, t + 0.01), [32])
+        assert 8 * sum(L.stored_bytes_for(b, W.shape[1]) for b, W in zip(more, Ws)) > total * n
+    with pytest.raises(ValueError, match="total_bits"):
+        L.code_target_for_total(cbs, 1.5)
+
+
+def test_quantize_model_total_budget():
+    from icml25nb.tinylm import TinyLM
+    torch.manual_seed(2)
+    m = TinyLM(d_model=64, n_layers=1)
+    nf2 = L.model_bits(L.quantize_model(m, 2, "nf"))
+    qm = L.quantize_model(m, method="milp", total_bits=nf2)
+    assert L.model_bits(qm) <= nf2 and L.model_bits(qm, False) > 1
+    assert L.bits_over_target(L._model_qts(qm), nf2, total=True) <= 0
+    with pytest.raises(ValueError, match="total_bits"):
+        L.quantize_model(m, method="nf", total_bits=nf2)
