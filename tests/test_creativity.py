@@ -96,3 +96,14 @@ def test_train_denoiser_reduces_the_loss():
     assert np.mean(losses[-30:]) < 0.8 * np.mean(losses[:10])
     with pytest.raises(ValueError, match="steps"):
         C.train_denoiser(model, train, steps=0)
+
+
+def test_scheduled_ls_uses_the_patch_size_of_each_time():
+    "The LS control machine follows the calibrated k(t) exactly as the ELS machine does."
+    rng = np.random.default_rng(3)
+    train, x = rng.uniform(-1, 1, (5, 5, 5)), rng.standard_normal((2, 5, 5))
+    k_of_t = {0.5: 3, 1.0: 5}
+    fn = C.scheduled_ls(train, k_of_t)
+    for t, k in k_of_t.items():
+        np.testing.assert_array_equal(fn(x, t), C.local_denoiser(x, t, train, k, "circular"))
+    assert not np.allclose(fn(x, 0.5), C.scheduled_els(train, k_of_t)(x, 0.5))  # LS is not ELS
