@@ -4,6 +4,9 @@ compare it with the committed sweep themselves):
 - two runs with seed 1 give identical results (wall-clock numbers, kept under the result's `timings`, aside);
 - every check holds and every paper claim is discriminating (its control fails the same comparison); a paper claim
   that fails is a reported result, not a test failure; claims not yet classified (`provisional`) must hold;
+- claims on wall-clock numbers (metric or control under the result's `timings`) are measured and reported by the
+  sweep, the notebook and `icml25nb run`, but never asserted here: a test does not time anything (the machine's load
+  decides a speed ratio; the sweep records it over 16 seeds);
 - a chapter under the contract declares it properly: at least two paper claims, each with a control and a threshold
   source, and a committed sweep made with the same claims.
 
@@ -22,6 +25,17 @@ SWEPT = "hclust"
 CLI_CHAPTER = "precond"
 
 
+def _timed(chapter, claim_id: str) -> bool:
+    "Whether a claim reads a wall-clock number (its metric or its control under `timings`)."
+    c = next(c for c in chapter.claims if c.id == claim_id)
+    return any(str(m or "").startswith("timings.") for m in (c.metric, c.control))
+
+
+def test_timed_claims_are_recognised():
+    vmf = next(c for c in CHAPTERS if c.slug == "vmf")
+    assert _timed(vmf, "speed_1e6") and not _timed(vmf, "vmf_explores")
+
+
 def _same(a: dict, b: dict) -> bool:
     dump = lambda r: json.dumps(to_jsonable({k: v for k, v in r.items() if k != "timings"}), sort_keys=True)
     return dump(a) == dump(b)
@@ -36,7 +50,7 @@ def test_registry_lists_the_chapters():
 def test_seed_1_twice_same_result_and_contract(chapter):
     (r1, rows), (r2, _) = run_chapter(chapter, "fast", 1), run_chapter(chapter, "fast", 1)
     assert _same(r1, r2), f"{chapter.slug}: two runs with seed 1 differ"
-    problems = contract_problems(rows)
+    problems = contract_problems([r for r in rows if not _timed(chapter, r.id)])
     assert not problems, f"{chapter.slug}, seed 1:\n" + "\n".join(problems)
 
 
