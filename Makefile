@@ -6,6 +6,8 @@ STAMP := $(VENV)/.installed
 MATHJAX := .cache/mathjax/node_modules/mathjax/es5/tex-mml-chtml.js
 # pytest-xdist workers: 2 on 2 cores, one numba/torch/BLAS thread each (tests/conftest.py)
 WORKERS ?= 2
+# the kernel test suites: run a second time under NUMBA_BOUNDSCHECK=1 by `make test`
+KERNEL_TESTS := $(wildcard tests/test_*_kernels.py) tests/test_contraction.py tests/test_rng.py
 
 .PHONY: setup test book sweep docs readme lab bench mathjax clean
 
@@ -32,6 +34,10 @@ test: setup mathjax
 	$(BIN)/python tools/check_sync.py
 	$(BIN)/python tools/build_docs.py build
 	ICML25NB_REQUIRE_DOCS=1 $(BIN)/python -m pytest -n $(WORKERS) -p no:cacheprovider --durations=60 tests
+	# the kernel tests once more with every array index checked, compiled afresh (a cached build has no checks)
+	rm -rf .cache/numba-boundscheck
+	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=.cache/numba-boundscheck $(BIN)/python -m pytest -n $(WORKERS) \
+		-p no:cacheprovider -q $(KERNEL_TESTS)
 
 book: setup mathjax
 	mkdir -p _book

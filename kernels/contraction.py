@@ -156,6 +156,11 @@ def cut_value(src, dst, w, side) -> float:
     return float(np.sum(np.asarray(w)[side[src] != side[dst]]))
 
 
+# scratch of one trial's sorts: 8 x 256 radix histograms, then up to 2049 bucket starts of the lazy bucket sort
+# (2047 buckets, the rate-0 bucket and one end); 4096 was one short (an out-of-bounds write above 4096 edges)
+_COUNTS = 2048 + 2049
+
+
 # --- One source for @njit and CUDA device functions -----------------------------------------------------------
 
 def _build(jit, u64, stream_key):
@@ -294,7 +299,7 @@ def _build(jit, u64, stream_key):
             shift += np.uint64(1)
         base = lo >> shift
         nb = np.int64((hi >> shift) - base) + 1  # buckets 0..nb-1; rate-0 keys go to bucket nb, never reached
-        start = counts[2048:]
+        start = counts[2048:]  # nb + 2 <= 2049 bucket starts after the 2048 histogram counters (_COUNTS = 4097)
         for b in range(nb + 2):
             start[b] = 0
         for i in range(cnt):
@@ -402,7 +407,7 @@ def _run_trial(n, src, dst, w, r1, tier1, r2, t, seed, trial_id):
     parent = np.empty(n, np.int64)
     value = _trial(n, src, dst, w, r1, tier1, r2, t, seed, trial_id, parent, np.empty(n, np.int64),
                    np.empty(m, np.uint64), np.empty(m, np.int64), np.empty(m, np.uint64), np.empty(m, np.int64),
-                   np.empty(4096, np.int64))
+                   np.empty(_COUNTS, np.int64))
     return value, parent
 
 
@@ -459,7 +464,7 @@ def trials_cuda(n, src, dst, w, r1, tier1, r2, t, seed, trial_ids, threads_per_b
     scratch = [cuda.device_array((k, int(n)), np.int64), cuda.device_array((k, int(n)), np.int64),
                cuda.device_array((k, max(m, 1)), np.uint64), cuda.device_array((k, max(m, 1)), np.int64),
                cuda.device_array((k, max(m, 1)), np.uint64), cuda.device_array((k, max(m, 1)), np.int64),
-               cuda.device_array((k, 4096), np.int64)]
+               cuda.device_array((k, _COUNTS), np.int64)]
     out = cuda.device_array(k, np.float64)
     blocks = max(1, (k + threads_per_block - 1) // threads_per_block)
     dev = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in args]

@@ -305,3 +305,37 @@ def test_karger_stein_sparse_frames_above_the_dense_threshold():
     inside = np.isin(src, list(a)) != np.isin(dst, list(a))
     boosted = K.karger_stein_njit(160, src, dst, w, predicted=inside, boost=math.inf, t=2, run_ids=np.arange(6))
     assert np.all(boosted == exact)
+
+
+def _issue_graph():
+    "The graph of the out-of-bounds report: 5004 edges, whose plain trial 0 fills all 2047 lazy buckets."
+    from icml25nb.algorithms.mincut import as_edge_list, planted_cut_graph
+    el = as_edge_list(planted_cut_graph(n=1000, avg_degree=10, crossing=4, seed=1))
+    assert len(el.src) > 4096
+    pred = (el.src < 500) != (el.dst < 500)
+    return el, pred
+
+
+@pytest.mark.parametrize("kind", ["plain", "boost"])
+def test_full_bucket_range_stays_in_bounds(kind):
+    # regression: with 2047 buckets the bucket starts ran one past the scratch array (caught by NUMBA_BOUNDSCHECK=1,
+    # which CI sets for a second run of the kernel tests); the cut values still equal the reference's
+    el, pred = _issue_graph()
+    r1, tier1, r2 = K.phase_rates(el.w, pred if kind == "boost" else None, 6.0 if kind == "boost" else 1.0)
+    ids = np.arange(3)
+    assert np.array_equal(K.trials_ref(el.n, el.src, el.dst, el.w, r1, tier1, r2, 2, 0, ids),
+                          K.trials_njit(el.n, el.src, el.dst, el.w, r1, tier1, r2, 2, 0, ids))
+    v, side = K.trial_side_njit(el.n, el.src, el.dst, el.w, r1, tier1, r2, 2, 0, 0)
+    assert K.cut_value(el.src, el.dst, el.w, side) == v
+
+
+@pytest.mark.parametrize("kind", ["plain", "boost"])
+def test_cuda_simulator_on_more_than_4096_edges(kind):
+    # every code path of the CUDA kernel, the lazy bucket sort included (the simulator checks every index)
+    el, pred = _issue_graph()
+    r1, tier1, r2 = K.phase_rates(el.w, pred if kind == "boost" else None, 6.0 if kind == "boost" else 1.0)
+    ids = np.arange(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = K.trials_cuda(el.n, el.src, el.dst, el.w, r1, tier1, r2, 2, 0, ids, threads_per_block=1)
+    assert np.array_equal(got, K.trials_njit(el.n, el.src, el.dst, el.w, r1, tier1, r2, 2, 0, ids))
