@@ -401,3 +401,23 @@ def test_benchmark_small_runs_and_implementations_agree():
     assert all(s > 0 for s in res["seconds"].values())
     assert res["assortments agree"] is True
     assert res["max |theta difference| after T rounds"] < 1e-9
+
+
+def test_cuda_kernels_under_simulator_at_the_largest_sizes():
+    # d = MAX_D and n_offered = MAX_K: the shared-memory scratch of the update and refactorize kernels is used to its
+    # last slot (the simulator checks every index; a real GPU would not)
+    rng = np.random.default_rng(11)
+    R, d, K = 1, mnl.MAX_D, mnl.MAX_K
+    theta, H, Hinv = _spd_state(rng, R, d, 0.5)
+    XS = _contexts(rng, (R, K), d)
+    args = (XS, [K], [K - 1], [1.5], [np.inf])
+    ref, ker = _copies(theta, H, Hinv), _copies(theta, H, Hinv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mnl.confidence_update_cuda(*ker, *args)
+        inv = np.zeros_like(H)
+        mnl.refactorize_cuda(H, inv)
+    mnl.confidence_update_ref(*ref, *args)
+    for name, x, y in zip(("theta", "H", "Hinv"), ref, ker):
+        np.testing.assert_allclose(y, x, rtol=1e-9, atol=1e-12, err_msg=name)
+    np.testing.assert_allclose(inv, np.linalg.inv(H), rtol=1e-9, atol=1e-12)
