@@ -17,9 +17,13 @@ since the first coordinate of a uniform point on S^{d-1} has density proportiona
 they need them, so a CUDA thread needs no local array.
 
 **Search.** ``top1(Q, A)``: for each query row of ``Q`` the index of the row of ``A`` with the largest inner product
-(the first one on ties). Reference: NumPy matrix products in chunks and ``argmax``; ``@njit``: tiles of queries
-against the whole of ``A`` (each action row is loaded once per tile), parallel over tiles; ``@cuda.jit``: one block
-per query, threads stride over the actions, shared-memory argmax reduction.
+(the first one on ties). Reference: NumPy matrix products in chunks and ``argmax``. CPU kernel: BLAS products in
+blocks of 256 queries x 1024 actions, each followed by a fused ``@njit`` pass that rescores, with the tiled kernel's
+own dot product, only the actions whose BLAS score is within a rounding-error bound of the query's best so far, so
+its answer is bit for bit that of the tiled ``@njit`` kernel (tiles of queries against the whole of ``A``, float64
+accumulator), whatever order BLAS sums in; query blocks run in numba's thread count of threads. The tiled kernel
+still serves fewer than 32 queries and inputs with NaN, inf or products near overflow. ``@cuda.jit``: one block per
+query, threads stride over the actions, shared-memory argmax reduction.
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ from numba import cuda, njit, prange
 
 from icml25nb.kernels import rng as R
 from icml25nb.kernels._bench import best_time as _best_time
+from icml25nb.kernels._threads import map_row_blocks, row_blocks
 
 __all__ = ["wood_b", "wood_sample_ref", "wood_sample", "wood_sample_cuda", "top1_ref", "top1", "top1_cuda",
            "benchmark"]
@@ -266,12 +271,112 @@ def _top1_njit(Q, A, out):
             out[q0 + r] = arg[r]
 
 
-def top1(Q, A) -> np.ndarray:
-    "CPU kernel (tiles of queries, parallel over tiles) for `top1_ref`."
+@njit(inline="always", fastmath=True)
+def _dot(q, a):
+    "The score of `_top1_njit`, the same loop (float64 accumulator, fastmath): bit for bit its summation order."
+    acc = 0.0
+    for k in range(q.shape[0]):
+        acc += q[k] * a[k]
+    return acc
+
+
+@njit(nogil=True, cache=True, fastmath=True)
+def _rescore(S, Q, A, j0, margin, best, arg):
+    """Fused argmax pass over a BLAS block S (queries x actions j0, j0+1, ...): an action whose BLAS score is within
+    `margin[r]` of the query's best exact score is rescored with `_dot` and taken when it is strictly larger (the
+    first index wins ties, as in `_top1_njit`). `margin` bounds |BLAS score - exact score|, so no action that
+    `_top1_njit` would take is filtered out: the result is `_top1_njit`'s, whatever order BLAS sums in. The first
+    block (j0 = 0) starts `best` at action 0's score, as `_top1_njit` does, so that no infinity meets fastmath."""
+    m, w = S.shape
+    t = np.empty(1, dtype=S.dtype)
+    for r in range(m):
+        row = S[r]
+        q = Q[r]
+        if j0 == 0:
+            best[r] = _dot(q, A[0])
+            arg[r] = 0
+        thr = best[r] - margin[r]
+        t[0] = thr  # the threshold in S's precision, rounded down: row[j] >= thr implies row[j] >= t[0]
+        if t[0] > thr:
+            t[0] = np.nextafter(t[0], t[0] - abs(t[0]) - 1.0)
+        tr = t[0]
+        hit = False
+        for j in range(w):  # a vectorised test (a max reduction is 9x slower); the scan below is rarely needed
+            hit |= row[j] >= tr
+        if not hit:
+            continue
+        for j in range(w):
+            if row[j] >= thr:
+                e = _dot(q, A[j0 + j])
+                if e > best[r]:
+                    best[r] = e
+                    arg[r] = j0 + j
+                    thr = e - margin[r]
+
+
+_QB, _AB = 256, 1024  # BLAS block: 256 queries x 1024 actions (1 MiB of float32 scores, in L2)
+_MIN_ROWS = 64  # queries per thread at least
+_BLOCKED_FROM = 32  # fewer queries than this go to the tiled kernel: BLAS calls on thin blocks cost more than they save
+
+
+def _top1_blocked(Q, A, q0, q1, margin, out):
+    "Queries q0:q1: BLAS products block by block (actions in increasing order), each followed by `_rescore`."
+    n = A.shape[0]
+    ab = min(n, _AB * max(1, _QB // (q1 - q0)))  # fewer queries, wider blocks: the same block area
+    buf = np.empty(min(_QB, q1 - q0) * ab, dtype=Q.dtype)
+    for s in range(q0, q1, _QB):
+        e = min(s + _QB, q1)
+        Qb = Q[s:e]
+        best = np.empty(e - s)  # set from action 0 by the first `_rescore`
+        arg = np.zeros(e - s, dtype=np.int64)
+        for j0 in range(0, n, ab):
+            Ab = A[j0:j0 + ab]
+            S = buf[:(e - s) * len(Ab)].reshape(e - s, len(Ab))
+            np.matmul(Qb, Ab.T, out=S)
+            _rescore(S, Qb, A, j0, margin[s:e], best, arg)
+        out[s:e] = arg
+
+
+def _top1_tiled(Q, A) -> np.ndarray:
+    "The tiled kernel alone (the previous `top1`): the answer `top1` reproduces, kept for tests and the benchmark."
     Q, A = _check_search(Q, A)
     out = np.empty(len(Q), dtype=np.int64)
     if len(Q):
         _top1_njit(Q, A, out)
+    return out
+
+
+def _margin(Q, A):
+    """Per query, a bound on |BLAS score - `_dot` score| for every action, or None for NaN, inf or near-overflow
+    inputs. Each is within gamma_{d+2} sum_k |q_k a_k| <= gamma_{d+2} |q| |a| of the exact inner product whatever
+    the summation order, FMA or not (float32 products are rounded once more in `_dot`), plus underflow; the sum of
+    the two, doubled."""
+    qn = np.sqrt(np.einsum("ij,ij->i", Q, Q, dtype=np.float64))
+    an = float(np.sqrt(np.einsum("ij,ij->i", A, A, dtype=np.float64)).max())
+    big = 1e30 if Q.dtype == np.float32 else 1e300
+    if not (np.isfinite(qn).all() and math.isfinite(an) and qn.max() * an < big):
+        return None
+    u = float(np.finfo(Q.dtype).eps) / 2
+    d = Q.shape[1]
+    tiny = float(np.finfo(Q.dtype).smallest_subnormal)
+    return 4.0 * (d + 2) * (u / (1.0 - (d + 2) * u) * qn * an + tiny)
+
+
+def top1(Q, A) -> np.ndarray:
+    """CPU kernel for `top1_ref`: BLAS products in blocks with a fused `@njit` argmax pass that rescores near-best
+    actions exactly (`_rescore`), queries split over numba's thread count (single-threaded BLAS in each); the
+    answer is bit for bit that of the tiled kernel `_top1_njit`, which still serves fewer than 32 queries (a single
+    query: vMF-exp's draws) and non-finite or huge inputs."""
+    Q, A = _check_search(Q, A)
+    out = np.empty(len(Q), dtype=np.int64)
+    if not len(Q):
+        return out
+    margin = None if len(Q) < _BLOCKED_FROM else _margin(Q, A)
+    if margin is None:
+        _top1_njit(Q, A, out)  # few queries; or NaN, inf or near overflow, where the error bound does not hold
+        return out
+    bounds = row_blocks(len(Q), min_rows=_MIN_ROWS)
+    map_row_blocks(lambda a, b: _top1_blocked(Q, A, a, b, margin, out), bounds)
     return out
 
 
@@ -335,18 +440,27 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     A = rng.standard_normal((n, d)).astype(np.float32)
     A /= np.linalg.norm(A, axis=1, keepdims=True)
     Q = wood_sample(mu, kappa, nq, 2).astype(np.float32)
-    top1(Q[:2], A[:100])
+    top1(Q[:2], A[:100])  # compile both paths (or load them from the cache): the tiled kernel and the blocked one
+    top1(Q[:64], A[:100])
     secs["numpy matmul + argmax (chunks of 256 queries)"] = _best_time(lambda: top1_ref(Q, A), repeat)
     secs["njit top-1 search"] = _best_time(lambda: top1(Q, A), repeat)
+    secs["njit tiled top-1 (previous kernel, same answer)"] = _best_time(lambda: _top1_tiled(Q, A), min(repeat, 2))
     tree = cKDTree(A)
     secs["cKDTree query (exact, all cores)"] = _best_time(lambda: tree.query(Q, k=1, workers=-1), min(repeat, 2))
-    same = bool(np.array_equal(top1(Q, A), top1_ref(Q, A)))
+    got = top1(Q, A)
+    same = bool(np.array_equal(got, top1_ref(Q, A)))
+    same_tiled = bool(np.array_equal(got, _top1_tiled(Q, A)))
     ratios["sampler: scipy / njit"] = secs["scipy.stats.vonmises_fisher.rvs"] / secs["njit, vMF sampler"]
     ratios["sampler: reference / njit"] = secs["numpy reference, vMF sampler"] / secs["njit, vMF sampler"]
     ratios["search: numpy matmul / njit"] = secs["numpy matmul + argmax (chunks of 256 queries)"] / secs["njit top-1 search"]
     ratios["search: cKDTree / njit"] = secs["cKDTree query (exact, all cores)"] / secs["njit top-1 search"]
+    ratios["search: previous tiled njit / njit"] = (secs["njit tiled top-1 (previous kernel, same answer)"]
+                                                  / secs["njit top-1 search"])
     import numba
+    from threadpoolctl import threadpool_info
+    blas = max([i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"], default=1)
     return {"kernel": "vmf", "task": f"vMF sampler: {n_samp} draws, d={d}, kappa={kappa:g}; top-1 search: {nq} "
-            f"queries over n={n} actions, d={d} (float32); {numba.get_num_threads()} numba thread(s)",
+            f"queries over n={n} actions, d={d} (float32); {numba.get_num_threads()} numba thread(s), {blas} BLAS "
+            "thread(s) (the njit search runs numba's count of threads, single-threaded BLAS in each)",
             "seconds": secs, "reference": "numpy reference, vMF sampler", "ratios": ratios,
-            "njit top-1 equals numpy argmax": same}
+            "njit top-1 equals numpy argmax": same, "njit top-1 equals the tiled kernel": same_tiled}

@@ -70,6 +70,73 @@ def test_top1_reference_njit_cuda_agree(dtype, nq, n, d):
     np.testing.assert_array_equal(V.top1_cuda(Q[:8], A), V.top1_ref(Q[:8], A))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d", [5, 32, 33])
+def test_top1_blocked_equals_the_tiled_kernel_on_rounding_ties(dtype, d):
+    """`top1` (BLAS blocks + exact rescoring) returns exactly the tiled kernel's answer even where only rounding
+    decides: rows that are coordinate permutations of one vector (equal in exact arithmetic), duplicates across
+    action blocks, more queries and actions than one block (several query blocks, several threads)."""
+    rng = np.random.default_rng(d)
+    base = rng.standard_normal(d)
+    perms = np.stack([rng.permutation(base) for _ in range(2500)])
+    A = np.concatenate([0.1 * rng.standard_normal((1500, d)), perms, perms[:700]]).astype(dtype)
+    Q = np.concatenate([np.ones((5, d)), 1 + 1e-3 * rng.standard_normal((400, d)),
+                        rng.standard_normal((200, d))]).astype(dtype)
+    assert len(A) > 2 * V._AB and len(Q) > 2 * V._QB
+    got = V.top1(Q, A)
+    np.testing.assert_array_equal(got, V._top1_tiled(Q, A))
+    # BLAS alone (the reference) may break these rounding ties the other way, only ever between near-equal scores
+    ref = V.top1_ref(Q, A)
+    scores = Q.astype(np.float64) @ A.astype(np.float64).T
+    rows = np.arange(len(Q))
+    assert np.all(np.abs(scores[rows, got] - scores[rows, ref]) <= 1e-5 * np.abs(scores[rows, ref]) + 1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rescore_is_immune_to_any_blas_rounding(dtype):
+    "The fused pass returns the tiled kernel's answer from any block of scores within the error bound of exact."
+    rng = np.random.default_rng(3)
+    d = 32
+    base = np.abs(rng.standard_normal(d)) + 0.1  # permutations of it are the best actions for queries near 1
+    A = np.concatenate([np.stack([rng.permutation(base) for _ in range(600)]),
+                        0.3 * rng.standard_normal((400, d))]).astype(dtype)
+    Q = np.concatenate([np.ones((4, d)), 1 + 1e-6 * rng.standard_normal((100, d)),
+                        rng.standard_normal((50, d))]).astype(dtype)
+    want = V._top1_tiled(Q, A)
+    margin = V._margin(Q, A)
+    exact = Q.astype(np.float64) @ A.astype(np.float64).T
+    bound = margin[:, None] / 4  # the bound on |BLAS - exact| alone
+    for trial in range(4):
+        S = (exact + bound * rng.uniform(-1, 1, exact.shape)).astype(dtype)  # any admissible BLAS rounding
+        assert (S.argmax(1) != want).any()  # a plain argmax of these scores would break ties the other way
+        best, arg = np.empty(len(Q)), np.zeros(len(Q), dtype=np.int64)  # set by the first block
+        for j0 in range(0, len(A), 300):  # uneven blocks of actions, in order
+            V._rescore(np.ascontiguousarray(S[:, j0:j0 + 300]), Q, A, j0, margin, best, arg)
+        np.testing.assert_array_equal(arg, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_top1_blocked_equals_the_tiled_kernel(dtype):
+    rng = np.random.default_rng(7)
+    for nq, n, d in [(1, 1, 3), (300, 3000, 32), (600, 2500, 7), (70, 2049, 64), (32, 5000, 3)]:
+        A = rng.standard_normal((n, d)).astype(dtype)
+        Q = rng.standard_normal((nq, d)).astype(dtype)
+        np.testing.assert_array_equal(V.top1(Q, A), V._top1_tiled(Q, A))
+    A = rng.integers(-2, 3, (4000, 8)).astype(dtype)  # many exact ties, across blocks: the first index
+    Q = rng.integers(-2, 3, (700, 8)).astype(dtype)
+    np.testing.assert_array_equal(V.top1(Q, A), V._top1_tiled(Q, A))
+    np.testing.assert_array_equal(V.top1(Q, A), V.top1_ref(Q, A))  # small integers: every order sums exactly
+    for scale in (1e-20, 1e15):
+        A = (scale * rng.standard_normal((3000, 16))).astype(dtype)
+        Q = rng.standard_normal((300, 16)).astype(dtype)
+        np.testing.assert_array_equal(V.top1(Q, A), V._top1_tiled(Q, A))
+    A = rng.standard_normal((2000, 8)).astype(dtype)  # NaN and inf: the tiled kernel answers
+    A[5, 2], A[7, 1] = np.nan, np.inf
+    Q = rng.standard_normal((300, 8)).astype(dtype)
+    np.testing.assert_array_equal(V.top1(Q, A), V._top1_tiled(Q, A))
+    assert V.top1(Q[:0], A).shape == (0,)
+
+
 def test_top1_ties_take_the_first_index():
     A = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
     Q = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
