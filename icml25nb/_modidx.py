@@ -440,6 +440,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'icml25nb.core.Claim.__post_init__': ('core.html#claim.__post_init__', 'icml25nb/core.py'),
                                'icml25nb.core.Claim.measure': ('core.html#claim.measure', 'icml25nb/core.py'),
                                'icml25nb.core.Claim.measure_control': ('core.html#claim.measure_control', 'icml25nb/core.py'),
+                               'icml25nb.core.Claim.timed': ('core.html#claim.timed', 'icml25nb/core.py'),
                                'icml25nb.core.ClaimResult': ('core.html#claimresult', 'icml25nb/core.py'),
                                'icml25nb.core.ClaimResult.discriminating': ('core.html#claimresult.discriminating', 'icml25nb/core.py'),
                                'icml25nb.core.ClaimResult.to_dict': ('core.html#claimresult.to_dict', 'icml25nb/core.py'),

@@ -299,7 +299,7 @@ def _build(jit, u64, stream_key):
             shift += np.uint64(1)
         base = lo >> shift
         nb = np.int64((hi >> shift) - base) + 1  # buckets 0..nb-1; rate-0 keys go to bucket nb, never reached
-        start = counts[2048:]  # nb + 2 <= 2049 bucket starts after the 2048 histogram counters (_COUNTS = 4097)
+        start = counts[2048:]  # nb + 2 <= 2049 bucket starts after the 2048 histogram counters (see _COUNTS)
         for b in range(nb + 2):
             start[b] = 0
         for i in range(cnt):
