@@ -417,6 +417,30 @@ def _wood_serial(mu, kappa, b, x0, c, seed, out):
         _sample_fast(mu, kappa, b, x0, c, R.stream_key(seed, i), out[i])
 
 
+@njit(parallel=True, cache=True, error_model="numpy")
+def _fast_funcs_njit(m, lg, cs, sn):
+    for i in prange(m.shape[0]):
+        lg[i] = _log1m(m[i])
+        cs[i], sn[i] = _sincos_turns(m[i])
+
+
+def _fast_funcs(m):
+    "(log(1 - u), cos(2 pi u), sin(2 pi u)) for u = m 2^-53, integers m in [0, 2^53): the kernel's functions (tests)."
+    m = np.ascontiguousarray(m, dtype=np.int64)
+    lg, cs, sn = np.empty(len(m)), np.empty(len(m)), np.empty(len(m))
+    _fast_funcs_njit(m, lg, cs, sn)
+    return lg, cs, sn
+
+
+def _wood_libm(mu, kappa, size, seed):
+    "The previous CPU kernel (libm functions, one sample per iteration), for the tests and the benchmark."
+    mu, kappa, size, seed = _check_sampler(mu, kappa, size, seed)
+    out = np.empty((size, mu.size))
+    if size:
+        _wood_njit_libm(mu, kappa, *_constants(kappa, mu.size), np.uint64(seed), out)
+    return out
+
+
 _PARALLEL_FROM = 256  # fewer samples than this run serially: waking the thread pool costs more than it saves
 
 
