@@ -833,22 +833,82 @@ def decode_rows_cuda(packed, offsets, absmax, bits, levels, blocksize: int, thre
 
 # --- Benchmark -----------------------------------------------------------------------------------------------------
 
+def _race(fns: dict, reps: int) -> dict:
+    "Best wall time of each callable over `reps` rounds, the contenders alternating (the same load for all)."
+    import time
+    best = {k: math.inf for k in fns}
+    for f in fns.values():  # warm-up
+        f()
+    for _ in range(reps):
+        for k, f in fns.items():
+            t0 = time.perf_counter()
+            f()
+            best[k] = min(best[k], time.perf_counter() - t0)
+    return best
+
+
 def benchmark(size: str = "default", repeat: int = 3) -> dict:
-    "NF4 quantize/dequantize: NumPy reference, @njit, bitsandbytes (CPU) and a same-run copy of the weights."
+    """NF4 quantize/dequantize: NumPy reference, @njit, bitsandbytes' CPU quantize_4bit / dequantize_4bit and a memory
+    copy of the weights, timed alternating in one run (best of max(repeat, 5) rounds), with the bandwidth fractions.
+
+    Bytes moved: quantize reads 4 B and writes 0.5 B per weight plus 4 B per block scale; dequantize reads 0.5 B plus
+    the scales and writes 4 B per weight; the copy (np.copyto into an existing array, one thread) reads and writes
+    4 B per weight. The default calls return new arrays (recycled buffers, see `release_buffers`); the same calls
+    with fresh pages (the pool off) and dequantize into a caller's buffer are timed too."""
+    import os
+
+    import numba
     rows, cols = {"small": (512, 512), "default": (4096, 4096), "full": (8192, 8192)}[size]
     W = np.random.default_rng(0).standard_normal((rows, cols)).astype(np.float32)
     n, bs = W.size, 64
+    threads = numba.get_num_threads()
     secs, values, ratios = {}, {}, {}
     packed, absmax = quantize_nf4(W, bs)              # compiles (or loads) the kernels
     dequantize_nf4(packed, absmax, W.shape, bs)
     secs["numpy reference, quantize"] = _best_time(lambda: quantize_nf4_ref(W, bs), min(repeat, 1))
-    secs["njit, quantize"] = _best_time(lambda: quantize_nf4(W, bs), repeat)
     secs["numpy reference, dequantize"] = _best_time(lambda: dequantize_nf4_ref(packed, absmax, W.shape, bs),
                                                      min(repeat, 1))
-    secs["njit, dequantize"] = _best_time(lambda: dequantize_nf4(packed, absmax, W.shape, bs), repeat)
-    buf = np.empty_like(W)
-    secs["njit, dequantize into a buffer (out=)"] = _best_time(
-        lambda: dequantize_nf4(packed, absmax, W.shape, bs, out=buf), repeat)
+    reps = max(repeat, 5)
+    buf, out = np.empty_like(W), np.empty_like(W)
+    names = {"copy": "memory copy of W (np.copyto into an array, 1 thread)", "q": "njit, quantize",
+             "d": "njit, dequantize (new array: the default)", "d_out": "njit, dequantize into a buffer (out=)",
+             "q_fresh": "njit, quantize, fresh output pages (no recycled buffer)",
+             "d_fresh": "njit, dequantize, fresh output pages (no recycled buffer)",
+             "bnb_q": "bitsandbytes quantize_4bit (CPU)", "bnb_d": "bitsandbytes dequantize_4bit (CPU)"}
+    fns = {names["copy"]: lambda: np.copyto(out, W), names["q"]: lambda: quantize_nf4(W, bs),
+           names["d"]: lambda: dequantize_nf4(packed, absmax, W.shape, bs),
+           names["d_out"]: lambda: dequantize_nf4(packed, absmax, W.shape, bs, out=buf)}
+    identical, torch_threads, bnb_version = None, None, None
+    try:
+        import logging
+
+        import torch
+        logging.getLogger("bitsandbytes").setLevel(logging.ERROR)
+        import bitsandbytes
+        import bitsandbytes.functional as F
+        bnb_version = bitsandbytes.__version__
+        T = torch.from_numpy(W)
+        qb, st = F.quantize_4bit(T, blocksize=bs, quant_type="nf4")
+        identical = bool(np.array_equal(qb.numpy().ravel(), packed)
+                         and np.array_equal(st.absmax.numpy().view(np.uint32), absmax.view(np.uint32)))
+        fns[names["bnb_q"]] = lambda: F.quantize_4bit(T, blocksize=bs, quant_type="nf4")
+        fns[names["bnb_d"]] = lambda: F.dequantize_4bit(qb, st)
+        saved = torch.get_num_threads()
+        torch.set_num_threads(threads)                # the peer gets the kernel's thread count
+        torch_threads = torch.get_num_threads()
+        try:
+            secs.update(_race(fns, reps))
+        finally:
+            torch.set_num_threads(saved)
+    except ImportError:  # bitsandbytes is in the dev and bench extras
+        secs.update(_race(fns, reps))
+    saved_cap = _POOL.max_bytes
+    _POOL.max_bytes = 0                               # every output from np.empty: first-touch page faults
+    try:
+        secs.update(_race({names["q_fresh"]: lambda: quantize_nf4(W, bs),
+                           names["d_fresh"]: lambda: dequantize_nf4(packed, absmax, W.shape, bs)}, min(reps, 5)))
+    finally:
+        _POOL.max_bytes = saved_cap
     # mixed precision: a third of the rows at each of 1, 2, 4 bits, random sorted levels per row
     rng = np.random.default_rng(1)
     bits = np.resize(np.array([1, 2, 4]), rows)
@@ -859,42 +919,29 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     secs["njit, mixed 1/2/4-bit rows, encode"] = _best_time(lambda: encode_rows(W, bs, bits, thr), repeat)
     secs["njit, mixed 1/2/4-bit rows, decode"] = _best_time(lambda: decode_rows(*enc, bits, lev, bs), repeat)
     ratios["mixed-width decode time / NF4 dequantize time"] = (secs["njit, mixed 1/2/4-bit rows, decode"]
-                                                               / secs["njit, dequantize"])
-    out = np.empty_like(W)
-    secs["memory copy of W (np.copyto)"] = _best_time(lambda: np.copyto(out, W), repeat)
-    identical = None
-    try:
-        import logging
-
-        import torch
-        logging.getLogger("bitsandbytes").setLevel(logging.ERROR)
-        import bitsandbytes.functional as F
-        T = torch.from_numpy(W)
-        secs["bitsandbytes quantize_4bit (CPU)"] = _best_time(
-            lambda: F.quantize_4bit(T, blocksize=bs, quant_type="nf4"), repeat)
-        qb, st = F.quantize_4bit(T, blocksize=bs, quant_type="nf4")
-        secs["bitsandbytes dequantize_4bit (CPU)"] = _best_time(lambda: F.dequantize_4bit(qb, st), repeat)
-        identical = bool(np.array_equal(qb.numpy().ravel(), packed)
-                         and np.array_equal(st.absmax.numpy().view(np.uint32), absmax.view(np.uint32)))
-        ratios["quantize: bitsandbytes / njit"] = secs["bitsandbytes quantize_4bit (CPU)"] / secs["njit, quantize"]
-        ratios["dequantize: bitsandbytes / njit"] = (secs["bitsandbytes dequantize_4bit (CPU)"]
-                                                     / secs["njit, dequantize"])
-    except ImportError:  # bitsandbytes is in the dev and bench extras
-        pass
-    ratios["quantize: reference / njit"] = secs["numpy reference, quantize"] / secs["njit, quantize"]
-    ratios["dequantize: reference / njit"] = secs["numpy reference, dequantize"] / secs["njit, dequantize"]
-    # bandwidth: dequantize reads n/2 code bytes (+ scales) and writes 4n bytes; the copy reads and writes 4n bytes.
-    # The copy writes into an existing array, so the like-for-like figure is the dequantisation into a buffer; the
-    # one that returns a new array also pays the page faults of its fresh 4n bytes (reported too).
-    moved = n / 2 + 4 * absmax.size + 4 * n
-    deq_bw = moved / secs["njit, dequantize into a buffer (out=)"]
-    copy_bw = 8 * n / secs["memory copy of W (np.copyto)"]
-    values["njit dequantize into a buffer GB/s"] = deq_bw / 1e9
-    values["njit dequantize, new array GB/s"] = moved / secs["njit, dequantize"] / 1e9
-    values["copy GB/s"] = copy_bw / 1e9
-    import numba
-    return {"kernel": "quant", "task": f"NF4, {rows}x{cols} float32, blocksize {bs}, {numba.get_num_threads()} "
-            "numba thread(s)", "seconds": secs, "reference": "numpy reference, quantize", "values": values,
-            "ratios": ratios, "identical_to_bitsandbytes": identical,
-            "dequantize bandwidth / copy bandwidth": round(deq_bw / copy_bw, 3),
-            "dequantize (new array) bandwidth / copy bandwidth": round(moved / secs["njit, dequantize"] / copy_bw, 3)}
+                                                               / secs[names["d"]])
+    if identical is not None:
+        ratios["quantize: bitsandbytes / njit"] = secs[names["bnb_q"]] / secs[names["q"]]
+        ratios["dequantize: bitsandbytes / njit (new array)"] = secs[names["bnb_d"]] / secs[names["d"]]
+    ratios["quantize: reference / njit"] = secs["numpy reference, quantize"] / secs[names["q"]]
+    ratios["dequantize: reference / njit (new array)"] = secs["numpy reference, dequantize"] / secs[names["d"]]
+    q_bytes = 4 * n + n / 2 + 4 * absmax.size
+    d_bytes = n / 2 + 4 * absmax.size + 4 * n
+    copy_bw = 8 * n / secs[names["copy"]]
+    fractions = {}
+    for key, moved in (("q", q_bytes), ("q_fresh", q_bytes), ("d", d_bytes), ("d_out", d_bytes),
+                       ("d_fresh", d_bytes)):
+        bw = moved / secs[names[key]]
+        values[names[key]] = bw / 1e9
+        fractions[names[key]] = round(bw / copy_bw, 3)
+    values[names["copy"]] = copy_bw / 1e9
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    peer = (f"bitsandbytes {bnb_version} at {torch_threads} torch thread(s)" if bnb_version
+            else "bitsandbytes not installed")
+    return {"kernel": "quant", "task": f"NF4, {rows}x{cols} float32, blocksize {bs}; {threads} numba thread(s); peer "
+            f"{peer}; contenders alternating, best of {reps}; load average {load}", "seconds": secs,
+            "reference": "numpy reference, quantize", "values": values, "ratios": ratios,
+            "values are": "GB/s (bytes moved / time); quantize 4.5 B + scales, dequantize 4.5 B + scales, copy 8 B "
+                          "per weight",
+            "identical_to_bitsandbytes": identical,
+            **{f"bandwidth / copy bandwidth, {k}": v for k, v in fractions.items()}}

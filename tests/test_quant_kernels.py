@@ -88,6 +88,108 @@ def test_cuda_kernels_under_simulator_match_reference():
                           Q.dequantize_nf4_ref(packed, absmax, W.shape, 64))
     V = rng.standard_normal((3, 11)).astype(np.float32)  # a short last block and an odd count
     assert all(np.array_equal(a, b) for a, b in zip(Q.quantize_nf4_cuda(V, 32, 8), Q.quantize_nf4_ref(V, 32)))
+    pv, av = Q.quantize_nf4_ref(V, 32)
+    assert np.array_equal(Q.dequantize_nf4_cuda(pv, av, V.shape, 32, threads_per_block=8),
+                          Q.dequantize_nf4_ref(pv, av, V.shape, 32))
+
+
+def test_cuda_kernels_under_simulator_every_path():
+    "Several grid blocks, whole blocks at exact midpoints and their neighbours, an all-zero and a subnormal block, "
+    "a short last block with an odd count: quantize and dequantize equal the reference and the @njit kernels."
+    rng = np.random.default_rng(16)
+    bs = 32
+    W = rng.standard_normal(9 * bs + 7).astype(np.float32)
+    W[:bs] = 0
+    W[bs:2 * bs] = np.resize(np.concatenate([Q.NF4_MIDPOINTS, np.nextafter(Q.NF4_MIDPOINTS, np.float32(2)),
+                                             [1.0, -1.0]]), bs)
+    W[2 * bs:3 * bs] = np.resize(np.nextafter(Q.NF4_MIDPOINTS, np.float32(-2)), bs)
+    W[2 * bs] = -1.0
+    W[3 * bs:4 * bs] *= np.float32(1e-39)
+    ref = Q.quantize_nf4_ref(W, bs)
+    for got in (Q.quantize_nf4_cuda(W, bs, threads_per_block=32), Q.quantize_nf4(W, bs)):
+        assert np.array_equal(got[0], ref[0]) and np.array_equal(got[1].view(np.uint32), ref[1].view(np.uint32))
+    D = Q.dequantize_nf4_ref(*ref, W.shape, bs)
+    assert np.array_equal(Q.dequantize_nf4_cuda(*ref, W.shape, bs, threads_per_block=32), D)
+    assert np.array_equal(Q.dequantize_nf4(*ref, W.shape, bs), D)
+
+
+@pytest.mark.parametrize("bs", [32, 48, 64, 128, 256])
+def test_njit_codes_exact_next_to_every_midpoint(bs):
+    "The binary search against the reference's count of midpoints: values on each midpoint and 1-3 ulps either "
+    "side, in blocks whose absmax is 1 (scaled exactly) and in blocks scaled by odd factors (rounding near a midpoint)."
+    rng = np.random.default_rng(300 + bs)
+    m = Q.NF4_MIDPOINTS
+    near = [m]
+    for k in (1, 2, 3):
+        up, down = m.copy(), m.copy()
+        for _ in range(k):
+            up, down = np.nextafter(up, np.float32(2)), np.nextafter(down, np.float32(-2))
+        near += [up, down]
+    vals = np.concatenate(near + [Q.NF4_LEVELS, -Q.NF4_LEVELS, [0.0, -0.0]]).astype(np.float32)
+    blocks = []
+    for scale in [1.0, 3.0, 0.7, 1e-20, 7e25, float(rng.uniform(0.1, 10))]:
+        for start in range(0, vals.size, bs - 1):
+            blk = np.zeros(bs, np.float32)
+            chunk = vals[start:start + bs - 1]
+            blk[:chunk.size] = chunk
+            blk[-1] = 1.0                                       # the absmax
+            blocks.append(blk * np.float32(scale))
+    W = np.concatenate(blocks + [rng.standard_normal(bs + 3).astype(np.float32)])
+    ref = Q.quantize_nf4_ref(W, bs)
+    got = Q.quantize_nf4(W, bs)
+    assert np.array_equal(got[0], ref[0]) and np.array_equal(got[1].view(np.uint32), ref[1].view(np.uint32))
+
+
+def test_recycled_outputs_never_alias_a_live_result():
+    "Outputs come from recycled buffers only once nothing refers to them: held results, views and tensors stay intact."
+    rng = np.random.default_rng(11)
+    W1 = rng.standard_normal((1024, 512)).astype(np.float32)    # 2 MiB of float32, 256 KiB of codes: pooled sizes
+    W2 = rng.standard_normal((1024, 512)).astype(np.float32)
+    p1, a1 = Q.quantize_nf4(W1)
+    d1 = Q.dequantize_nf4(p1, a1, W1.shape)
+    keep = (p1.copy(), d1.copy())
+    view, tensor = d1[3::5, 7:], torch.from_numpy(d1)
+    del d1
+    p2, a2 = Q.quantize_nf4(W2)
+    d2 = Q.dequantize_nf4(p2, a2, W2.shape)
+    d3 = Q.dequantize_nf4(p1, a1, W1.shape)
+    assert np.array_equal(p1, keep[0]) and np.array_equal(tensor.numpy(), keep[1])
+    assert np.array_equal(view, keep[1][3::5, 7:])
+    assert np.array_equal(d2, Q.dequantize_nf4_ref(*Q.quantize_nf4_ref(W2), W2.shape))
+    assert np.array_equal(d3, keep[1]) and not np.shares_memory(d3, tensor.numpy())
+    assert not np.shares_memory(d2, d3) and not np.shares_memory(p1, p2)
+    del view, tensor, d3
+    d4 = Q.dequantize_nf4(p2, a2, W2.shape)                      # a buffer freed above is handed out again
+    assert np.array_equal(d4, d2) and not np.shares_memory(d4, d2)
+    Q.release_buffers()
+    assert np.array_equal(d4, d2) and np.array_equal(p1, keep[0])  # held results survive a release
+
+
+def test_buffer_pool_cap(monkeypatch):
+    "Beyond the cap, outputs come from np.empty; idle buffers are dropped first; release_buffers frees idle ones."
+    pool = Q._BufferPool(8 << 20)
+    a = pool.empty((1 << 20,), np.float32)                       # 4 MiB
+    b = pool.empty((1 << 20,), np.float32)                       # 8 MiB held
+    c = pool.empty((1 << 20,), np.float32)                       # over the cap, all in use: not pooled
+    assert len(pool._bufs) == 2 and c.base is None and not np.shares_memory(a, b)
+    del a
+    d = pool.empty((1 << 20,), np.float32)                       # a's buffer again
+    assert len(pool._bufs) == 2 and not np.shares_memory(b, d)
+    del d
+    e = pool.empty((1 << 19,), np.float64)                       # same bytes, other dtype and shape: recycled too
+    assert e.shape == (1 << 19,) and e.dtype == np.float64 and len(pool._bufs) == 2
+    del e
+    g = pool.empty((3 << 19,), np.float32)                       # 6 MiB with 4 MiB in use: the idle one goes, and
+    assert len(pool._bufs) == 1 and g.base is None               # 6 more would pass the cap: not pooled
+    bb = pool.empty((1 << 20,), np.float32)                      # 4 MiB again (a new buffer: the idle one is gone)
+    del b, bb
+    f = pool.empty((3 << 19,), np.float32)                       # 6 MiB: the idle 4 MiB ones are dropped for it
+    assert len(pool._bufs) == 1 and pool._bufs[0].nbytes == 6 << 20 and f.base is pool._bufs[0]
+    small = pool.empty(100, np.float32)
+    assert small.base is None and len(pool._bufs) == 1
+    del f
+    pool.release()
+    assert pool._bufs == []
 
 
 def test_bad_input():
@@ -110,6 +212,8 @@ def test_benchmark_small_runs():
     res = Q.benchmark("small", repeat=1)
     assert res["identical_to_bitsandbytes"] is True
     assert {"seconds", "reference", "ratios"} <= set(res)
+    assert "quantize: bitsandbytes / njit" in res["ratios"] and "torch thread" in res["task"]
+    assert all(v > 0 for k, v in res.items() if k.startswith("bandwidth / copy bandwidth"))
 
 
 def _row_tables(rng, R, bits):
