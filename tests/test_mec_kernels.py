@@ -120,8 +120,10 @@ def test_bad_input():
         K.count_amo(3, [(0, 3)])
     with pytest.raises(ValueError, match="join vertices"):
         K.count_amo(3, np.array([[0, -1]]))
-    with pytest.raises(ValueError, match="join vertices"):
+    with pytest.raises(ValueError, match="integer vertex pairs"):
         K.count_amo(3, [(0, 2**70)])
+    with pytest.raises(ValueError, match="join vertices"):  # wraps to a negative int64
+        K.count_amo(3, np.array([[0, 2**63]], dtype=np.uint64))
     with pytest.raises(ValueError, match="self-loop"):
         K.count_amo(3, [(1, 1)])
     with pytest.raises(ValueError, match=r"\(E, 2\)"):
