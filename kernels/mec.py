@@ -17,12 +17,12 @@ root to root (the chapter's `SuperCliques`), and a disconnected graph gives the 
   first (children are strict subsets).
 
 **Big counts.** Counts exceed int64 already at 21 vertices (K_21 has 21! AMOs), and chordal graphs of 60 vertices
-have counts of 17-65 digits. The kernel counts **modulo several primes** below 2^31 (products of two residues fit
-in int64) and the wrapper rebuilds the exact Python int by the Chinese remainder theorem. This is exact, not a
-fallback: an undirected graph on n vertices has at most n! AMOs (each AMO has a topological order, and distinct AMOs
-have disjoint sets of them), so primes whose product exceeds n! determine the count. One more prime, not used in the
-reconstruction, checks it (an internal error is raised on disagreement, which the bound rules out). n = 60 takes 9
-primes (+1 check), n = 400 takes 94.
+have counts of 13-70 digits. The kernel counts **modulo several primes** below 2^50 (products through a float64
+quotient and wrapping unsigned 64-bit arithmetic, no integer division) and the wrapper rebuilds the exact Python int
+by the Chinese remainder theorem. This is exact, not a fallback: an undirected graph on n vertices has at most n!
+AMOs (each AMO has a topological order, and distinct AMOs have disjoint sets of them), so primes whose product
+exceeds n! determine the count. One more prime, not used in the reconstruction, checks it (an internal error is
+raised on disagreement, which the bound rules out). n = 60 takes 6 primes (+1 check), n = 300 takes 41.
 
 **No ``@cuda.jit`` version**, by design: the work is a recursion over a data-dependent set of subproblems (5-35 for
 n = 60) found through a hash table, each a sequential pass (maximum cardinality search, then transfers that each
@@ -78,18 +78,21 @@ def count_amo_ref(n, edges, counter=None) -> int:
 
 
 # -------------------------------------------------------------------------------------------------- primes and CRT
+_MR_BASES = (2, 3, 5, 7, 11, 13, 17, 19, 23)
+
+
 def _is_prime(q: int) -> bool:
-    "Deterministic Miller-Rabin for q < 2^31 (bases 2, 3, 5, 7 suffice below 3.2e9)."
+    "Deterministic Miller-Rabin for q < 3.8e18 (the prime bases up to 23 suffice), so for every q < 2^50."
     if q < 2:
         return False
-    for p in (2, 3, 5, 7):
+    for p in _MR_BASES:
         if q % p == 0:
             return q == p
     d, s = q - 1, 0
     while d % 2 == 0:
         d //= 2
         s += 1
-    for a in (2, 3, 5, 7):
+    for a in _MR_BASES:
         x = pow(a, d, q)
         if x in (1, q - 1):
             continue
@@ -107,8 +110,8 @@ _SETUP: dict = {}
 
 
 def _prime(i: int) -> int:
-    "The i-th largest prime below 2^31."
-    q = _PRIMES[-1] - 2 if _PRIMES else (1 << 31) - 1
+    "The i-th largest prime below 2^50."
+    q = _PRIMES[-1] - 2 if _PRIMES else (1 << 50) - 1
     while len(_PRIMES) <= i:
         if _is_prime(q):
             _PRIMES.append(q)
@@ -117,7 +120,7 @@ def _prime(i: int) -> int:
 
 
 def primes_for(n: int) -> list[int]:
-    "The primes below 2^31 whose product exceeds n! (the most AMOs a graph on n vertices can have), largest first."
+    "The primes below 2^50 whose product exceeds n! (the most AMOs a graph on n vertices can have), largest first."
     bound, prod, out = math.factorial(max(n, 1)), 1, []
     while prod <= bound:
         out.append(_prime(len(out)))
@@ -132,8 +135,11 @@ def _setup(n: int):
         check = _prime(len(ps))
         allp = np.array(ps + [check], dtype=np.int64)
         fact = np.ones((len(allp), n + 1), dtype=np.int64)
-        for j in range(1, n + 1):
-            fact[:, j] = fact[:, j - 1] * j % allp
+        for i, p in enumerate(allp.tolist()):  # Python ints: p * n may exceed int64
+            f = 1
+            for j in range(1, n + 1):
+                f = f * j % p
+                fact[i, j] = f
         M = math.prod(ps)
         weights = [(M // p) * pow(M // p, -1, p) for p in ps]
         _SETUP[n] = (allp, fact, weights, M)
@@ -206,10 +212,11 @@ def _strictly_contains(A, B, W):
 
 @njit(cache=True, nogil=True, inline="always")
 def _mulmod(a, b, p, pinv):
-    """a * b mod p for 0 <= a, b < p < 2^31: the product is exact in int64 and the quotient from float64 is off by at
-    most one (relative error ~2^-51 on a quotient below 2^31), so one correction either way; no integer division."""
+    """a * b mod p for 0 <= a, b < p < 2^50, with no integer division: the quotient from float64 is off by at most
+    one (relative error < 2^-51 on a quotient below 2^50), so a * b - q * p, exact modulo 2^64 (wrapping unsigned
+    products), lies in [-p, 2p) and one correction either way gives the residue."""
     q = np.int64(np.float64(a) * np.float64(b) * pinv)
-    r = a * b - q * p
+    r = np.int64(np.uint64(a) * np.uint64(b) - np.uint64(q) * np.uint64(p))
     if r < 0:
         r += p
     elif r >= p:
@@ -752,7 +759,7 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
            f"({', '.join(sorted({f'n={g[1]}' for g in graphs}))}), summed best-of-{rounds} times; njit kernel and "
            "cliquepicking single-threaded, chapter code pure Python",
            "seconds": secs, "reference": names["sct"], "ratios": ratios, "counts identical (all contenders)": equal,
-           "count digits per graph": digits, "big counts": "exact: residues modulo primes < 2^31 whose product "
+           "count digits per graph": digits, "big counts": "exact: residues modulo primes < 2^50 whose product "
            "exceeds n!, CRT, one check prime"}
     if cliquepicking is not None:
         import importlib.metadata as md

@@ -143,3 +143,17 @@ def test_benchmark_small():
     assert res["counts identical (all contenders)"]
     assert set(res["seconds"]) >= {"chapter python, super-clique transfer", "njit kernel (edge array)"}
     assert all(s > 0 for s in res["seconds"].values())
+
+
+def test_mulmod_matches_python_near_the_largest_primes():
+    "The float-quotient product modulo primes just below 2^50, at random and at the extremes of [0, p)."
+    from numba import njit
+
+    mm = njit(K._mulmod.py_func)
+    rng = np.random.default_rng(11)
+    for p in K.primes_for(60)[:3] + [int(K.primes_for(300)[-1])]:
+        pinv = 1.0 / p
+        vals = [0, 1, 2, p - 1, p - 2, p // 2, (p + 1) // 2] + [int(x) for x in rng.integers(0, p, 200)]
+        for a in vals:
+            for b in vals[:20]:
+                assert mm(np.int64(a), np.int64(b), np.int64(p), pinv) == a * b % p
