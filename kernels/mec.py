@@ -47,7 +47,6 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 
 __all__ = ["count_amo_ref", "count_amo", "count_amo_graph", "count_amo_residues", "primes_for", "benchmark"]
 
-_MULT = np.int64(-7046029254386353131)  # 0x9E3779B97F4A7C15 as a signed 64-bit integer (hash mixing)
 
 
 # ----------------------------------------------------------------------------------------------------------- inputs
@@ -226,11 +225,17 @@ def _mulmod(a, b, p, pinv):
 
 @njit(cache=True, nogil=True)
 def _hash(S, W):
-    h = np.int64(W)
+    "Hash of a vertex set: its words folded by multiply-xorshift, then the murmur3 finaliser (all bits reach the low ones)."
+    h = np.uint64(W)
     for w in range(W):
-        h = (h ^ S[w]) * _MULT
-        h ^= h >> 29
-    return h
+        h = (h ^ np.uint64(S[w])) * np.uint64(0x9E3779B97F4A7C15)
+        h ^= h >> np.uint64(32)
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xFF51AFD7ED558CCD)
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xC4CEB9FE1A85EC53)
+    h ^= h >> np.uint64(33)
+    return np.int64(h >> np.uint64(1))
 
 
 @njit(cache=True, nogil=True)
@@ -269,6 +274,40 @@ def _build_adj(n, W, edges, witness):
 
 
 # ------------------------------------------------------------------------------------------------------ the kernel
+@njit(cache=True, nogil=True)
+def _memo(r, W, tkeys, tids, subs, nsub):
+    """The id of vertex set r in the memo (open addressing, linear probing, load <= 1/2), inserted as a new subproblem
+    if absent. Returns (id, tkeys, tids, subs, nsub): the arrays are replaced when they grow."""
+    cap = tids.shape[0]
+    i = _hash(r, W) & (cap - 1)
+    while tids[i] >= 0:
+        same = True
+        for w in range(W):
+            if tkeys[i, w] != r[w]:
+                same = False
+                break
+        if same:
+            return tids[i], tkeys, tids, subs, nsub
+        i = (i + 1) & (cap - 1)
+    found = nsub
+    subs = _grow2(subs, nsub + 1)
+    subs[nsub] = r
+    nsub += 1
+    tkeys[i] = r
+    tids[i] = found
+    if 2 * nsub > cap:  # rehash at load 1/2
+        cap *= 2
+        tkeys = np.zeros((cap, W), dtype=np.int64)
+        tids = np.full(cap, -1, dtype=np.int64)
+        for z in range(nsub):
+            i = _hash(subs[z], W) & (cap - 1)
+            while tids[i] >= 0:
+                i = (i + 1) & (cap - 1)
+            tkeys[i] = subs[z]
+            tids[i] = z
+    return found, tkeys, tids, subs, nsub
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _sep(x, q, ripparent, esep):
     "Row of esep holding the separator of the tree edge between x and its parent q in the current rooting."
@@ -290,9 +329,8 @@ def _count_kernel(n, edges, primes, fact):
     for q in range(P):
         pinv[q] = 1.0 / np.float64(primes[q])
     # memo: open addressing on the bit words
-    cap = 256
-    tkeys = np.zeros((cap, W), dtype=np.int64)
-    tids = np.full(cap, -1, dtype=np.int64)
+    tkeys = np.zeros((256, W), dtype=np.int64)
+    tids = np.full(256, -1, dtype=np.int64)
     subs = np.zeros((64, W), dtype=np.int64)
     nsub = 0
     # connected components: the first subproblems
@@ -321,18 +359,9 @@ def _count_kernel(n, edges, primes, fact):
                 comp[w] |= nxt[w]
         for w in range(W):
             rest[w] &= ~comp[w]
-        if _popcount(comp, W) >= 2:
-            subs = _grow2(subs, nsub + 1)
-            subs[nsub] = comp
-            nsub += 1
+        if _popcount(comp, W) >= 2:  # the components are the first subproblems (distinct sets)
+            _, tkeys, tids, subs, nsub = _memo(comp, W, tkeys, tids, subs, nsub)
     ncomp = nsub
-    # insert the components in the memo (distinct sets)
-    for s in range(ncomp):
-        i = _hash(subs[s], W) & (cap - 1)
-        while tids[i] >= 0:
-            i = (i + 1) & (cap - 1)
-        tkeys[i] = subs[s]
-        tids[i] = s
     # per-subproblem roots and children
     sub_rstart = np.zeros(64, dtype=np.int64)
     root_phi = np.zeros((64, P), dtype=np.int64)
@@ -363,6 +392,7 @@ def _count_kernel(n, edges, primes, fact):
     oldh = np.zeros(n, dtype=np.int64)
     spar = np.empty((min(n, 32), min(n, 32)), dtype=np.int64)
     shead = np.empty((min(n, 32), min(n, 32)), dtype=np.int64)
+    scid = np.empty((min(n, 32), min(n, 32)), dtype=np.int64)
 
     s = 0
     while s < nsub:
@@ -501,27 +531,46 @@ def _count_kernel(n, edges, primes, fact):
             nbfill[x] += 1
             nb[nbfill[q]] = x
             nbfill[q] += 1
-        # super cliques of every root: root 0 built top-down, each other root by transfer from its RIP parent
-        if m > spar.shape[0]:  # the states of all roots: one row per root, m entries used
+        # super cliques of every root: root 0 built top-down, each other root by transfer from its RIP parent. A
+        # state (row p of spar, shead, scid: the tree rooted at K_p) keeps, per header, the memo id of its super
+        # residual (-1 for a single vertex), so a transfer computes residuals only for the super cliques it changes
+        if m > spar.shape[0]:  # one row per root, m entries used
             c = min(n, max(m, 2 * spar.shape[0]))
             spar = np.empty((c, c), dtype=np.int64)
             shead = np.empty((c, c), dtype=np.int64)
-        spar[0, 0] = -1
-        shead[0, 0] = -1
+            scid = np.empty((c, c), dtype=np.int64)
+        par, hd, cid = spar[0], shead[0], scid[0]
+        par[0] = -1
+        hd[0] = -1
         for x in range(1, m):
             q = ripparent[x]
-            spar[0, x] = q
+            par[x] = q
             if q == 0:
-                shead[0, x] = x
+                hd[x] = x
             else:
-                h = shead[0, q]
-                shead[0, x] = h if _strictly_contains(esep[x], esep[h], W) else x
+                h = hd[q]
+                hd[x] = h if _strictly_contains(esep[x], esep[h], W) else x
+        for x in range(1, m):
+            if hd[x] == x:
+                acc[x] = cliques[x]
+        for x in range(1, m):
+            if hd[x] != x:
+                for w in range(W):
+                    acc[hd[x], w] |= cliques[x, w]
+        for h in range(1, m):
+            if hd[h] == h:
+                for w in range(W):
+                    r[w] = acc[h, w] & ~esep[h, w]
+                cid[h] = -1
+                if _popcount(r, W) >= 2:
+                    cid[h], tkeys, tids, subs, nsub = _memo(r, W, tkeys, tids, subs, nsub)
         for p in range(m):
-            par, hd = spar[p], shead[p]
+            par, hd, cid = spar[p], shead[p], scid[p]
             if p > 0:
                 t = ripparent[p]
                 par[:m] = spar[t, :m]
                 hd[:m] = shead[t, :m]
+                cid[:m] = scid[t, :m]
                 old = shead[t]
                 par[p] = -1
                 hd[p] = -1
@@ -544,11 +593,26 @@ def _count_kernel(n, edges, primes, fact):
                             h = hd[y]
                             hd[x] = h if _strictly_contains(esep[_sep(x, y, ripparent, esep)],
                                                             esep[_sep(h, par[h], ripparent, esep)], W) else x
+                        if hd[x] == x:  # headers come before their tails
+                            acc[x] = cliques[x]
+                        else:
+                            for w in range(W):
+                                acc[hd[x], w] |= cliques[x, w]
+                for jq in range(1, qt):
+                    x = queue[jq]
+                    if hd[x] == x:
+                        e = _sep(x, par[x], ripparent, esep)
+                        for w in range(W):
+                            r[w] = acc[x, w] & ~esep[e, w]
+                        cid[x] = -1
+                        if _popcount(r, W) >= 2:
+                            cid[x], tkeys, tids, subs, nsub = _memo(r, W, tkeys, tids, subs, nsub)
                 # K_t heads a super clique with separator K_t & K_p, and absorbs (repeatedly) the super cliques below
                 # it whose header's separator strictly contains it
                 st = _sep(t, p, ripparent, esep)
                 hd[t] = t
                 oldh[t] = -2
+                acc[t] = cliques[t]
                 qh, qt = 0, 1
                 queue[0] = t
                 while qh < qt:
@@ -567,61 +631,20 @@ def _count_kernel(n, edges, primes, fact):
                         hd[c] = t
                         queue[qt] = c
                         qt += 1
-            # super residuals: the union of each super clique's cliques minus its header's separator
-            for x in range(m):
-                if x != p:
-                    h = hd[x]
-                    if h == x:
                         for w in range(W):
-                            acc[x, w] = cliques[x, w]
-            for x in range(m):
-                if x != p:
-                    h = hd[x]
-                    if h != x:
-                        for w in range(W):
-                            acc[h, w] |= cliques[x, w]
-            root_cstart[nroot + p] = nchild
-            for h in range(m):
-                if h == p or hd[h] != h:
-                    continue
-                e = _sep(h, par[h], ripparent, esep)
+                            acc[t, w] |= cliques[c, w]
                 for w in range(W):
-                    r[w] = acc[h, w] & ~esep[e, w]
-                if _popcount(r, W) < 2:
-                    continue
-                # memo look-up / insertion
-                i = _hash(r, W) & (cap - 1)
-                found = -1
-                while tids[i] >= 0:
-                    same = True
-                    for w in range(W):
-                        if tkeys[i, w] != r[w]:
-                            same = False
-                            break
-                    if same:
-                        found = tids[i]
-                        break
-                    i = (i + 1) & (cap - 1)
-                if found < 0:
-                    found = nsub
-                    subs = _grow2(subs, nsub + 1)
-                    subs[nsub] = r
-                    nsub += 1
-                    tkeys[i] = r
-                    tids[i] = found
-                    if 2 * nsub > cap:  # rehash at load 1/2
-                        cap *= 2
-                        tkeys = np.zeros((cap, W), dtype=np.int64)
-                        tids = np.full(cap, -1, dtype=np.int64)
-                        for z in range(nsub):
-                            i = _hash(subs[z], W) & (cap - 1)
-                            while tids[i] >= 0:
-                                i = (i + 1) & (cap - 1)
-                            tkeys[i] = subs[z]
-                            tids[i] = z
-                child = _grow1(child, nchild + 1)
-                child[nchild] = found
-                nchild += 1
+                    r[w] = acc[t, w] & ~esep[st, w]
+                cid[t] = -1
+                if _popcount(r, W) >= 2:
+                    cid[t], tkeys, tids, subs, nsub = _memo(r, W, tkeys, tids, subs, nsub)
+            # the subproblems C_G(K_p): the super residuals of the headers (single vertices count 1)
+            root_cstart[nroot + p] = nchild
+            child = _grow1(child, nchild + m)
+            for h in range(m):
+                if h != p and hd[h] == h and cid[h] >= 0:
+                    child[nchild] = cid[h]
+                    nchild += 1
         nroot += m
         root_cstart[nroot] = nchild
         s += 1

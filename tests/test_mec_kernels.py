@@ -157,3 +157,12 @@ def test_mulmod_matches_python_near_the_largest_primes():
         for a in vals:
             for b in vals[:20]:
                 assert mm(np.int64(a), np.int64(b), np.int64(p), pinv) == a * b % p
+
+
+def test_many_components():
+    "Hundreds of components (the memo grows while the components are entered): 2^k for k disjoint edges."
+    for k in (3, 200, 700):
+        e = np.array([(2 * i, 2 * i + 1) for i in range(k)], dtype=np.int64)
+        assert K.count_amo(2 * k + 5, e) == 2**k
+    G = nx.disjoint_union_all([nx.complete_graph(3)] * 150 + [nx.path_graph(4)] * 50)
+    assert K.count_amo_graph(G) == 6**150 * 4**50
