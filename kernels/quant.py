@@ -12,7 +12,7 @@ Three implementations with one meaning, as in the other kernel modules:
 
 * NumPy reference: ``quantize_nf4_ref``, ``dequantize_nf4_ref``;
 * Numba CPU: ``quantize_nf4``, ``dequantize_nf4`` (``@njit(parallel=True)`` over chunks of blocks, loops built per
-  block length);
+  block length; their outputs of 1 MiB or more come from recycled buffers, see ``release_buffers``);
 * Numba CUDA: ``quantize_nf4_cuda`` (one thread per block for the absmax, then one thread per packed byte) and
   ``dequantize_nf4_cuda`` (one thread per packed byte); host arrays in and out.
 
@@ -21,8 +21,9 @@ and ``decode_rows_ref`` / ``decode_rows``, and ``encode_rows_cuda`` / ``decode_r
 per packed byte, the row's thresholds or levels in shared memory). The @njit loops are specialised per bit width
 (level count and codes per byte are compile-time constants); the per-row thresholds and levels are data.
 
-``benchmark`` times them against bitsandbytes' own ``quantize_4bit`` / ``dequantize_4bit`` (CPU) and a same-run
-memory copy of the weights (the bandwidth a dequantisation that reads codes and writes floats can approach).
+``benchmark`` times them against bitsandbytes' own ``quantize_4bit`` / ``dequantize_4bit`` (CPU, at the same thread
+count) and a same-run memory copy of the weights (the bandwidth a kernel that reads floats or writes them can
+approach), alternating the contenders, and reports each one's bandwidth as a fraction of the copy's.
 """
 from __future__ import annotations
 
