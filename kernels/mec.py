@@ -274,6 +274,10 @@ def _build_adj(n, W, edges, witness):
 
 
 # ------------------------------------------------------------------------------------------------------ the kernel
+_SMALL = 17  # 17! < 2^49: counts of at most 17 vertices, and phi of cliques of at most 17, are exact in int64
+_EXACT_LIMIT = float(2**49)  # every prime exceeds it, so an exact value below it is its own residue
+
+
 @njit(cache=True, nogil=True)
 def _memo(r, W, tkeys, tids, subs, nsub):
     """The id of vertex set r in the memo (open addressing, linear probing, load <= 1/2), inserted as a new subproblem
@@ -366,6 +370,10 @@ def _count_kernel(n, edges, primes, fact):
     sub_rstart = np.zeros(64, dtype=np.int64)
     root_phi = np.zeros((64, P), dtype=np.int64)
     root_cstart = np.zeros(65, dtype=np.int64)
+    root_exact = np.zeros(64, dtype=np.int64)
+    exfact = np.ones(_SMALL + 1, dtype=np.int64)
+    for j in range(1, _SMALL + 1):
+        exfact[j] = exfact[j - 1] * j
     child = np.zeros(256, dtype=np.int64)
     nroot, nchild = 0, 0
     # scratch sized by n
@@ -486,6 +494,7 @@ def _count_kernel(n, edges, primes, fact):
         # phi(|K_p|, FP(K_p, T)) modulo each prime, one root per clique
         root_phi = _grow2(root_phi, nroot + m)
         root_cstart = _grow1(root_cstart, nroot + m + 1)
+        root_exact = _grow1(root_exact, nroot + m)
         for p in range(m):
             L = 0
             x = p
@@ -506,6 +515,15 @@ def _count_kernel(n, edges, primes, fact):
                 x = ripparent[x]
             chain[0] = 0
             size = _popcount(cliques[p], W)
+            if size <= _SMALL:  # exact: phi <= size! < 2^49, below every prime
+                for i in range(L, -1, -1):
+                    val = exfact[size - chain[i]]
+                    for j in range(i + 1, L + 1):
+                        val -= exfact[chain[j] - chain[i]] * phiv[j]
+                    phiv[i] = val
+                root_exact[nroot + p] = phiv[0]
+                continue
+            root_exact[nroot + p] = -1
             for q in range(P):
                 pr, pi = primes[q], pinv[q]
                 for i in range(L, -1, -1):
@@ -649,23 +667,69 @@ def _count_kernel(n, edges, primes, fact):
         root_cstart[nroot] = nchild
         s += 1
     sub_rstart[nsub] = nroot
-    # evaluate, smallest subproblems first (the children of a subproblem are strict subsets of it)
+    # evaluate, smallest subproblems first (the children of a subproblem are strict subsets of it). A subproblem of at
+    # most _SMALL vertices has an exact count below 2^49, below every prime, so it is its own residue: such counts are
+    # kept exact (exact[z]) and multiplied exactly while the running product stays below 2^49, then folded into the
+    # residues (one modular product per prime for the whole run instead of one per child)
     sizes = np.empty(nsub, dtype=np.int64)
     for z in range(nsub):
         sizes[z] = _popcount(subs[z], W)
     counts = np.zeros((nsub, P), dtype=np.int64)
+    exact = np.full(nsub, -1, dtype=np.int64)
     prod = np.empty(P, dtype=np.int64)
     for z in np.argsort(sizes, kind="mergesort"):
+        small = sizes[z] <= _SMALL
+        total = 0
         for rr in range(sub_rstart[z], sub_rstart[z + 1]):
-            for q in range(P):
-                prod[q] = root_phi[rr, q]
+            if small:  # every factor is exact and every partial product is at most the count (< 2^49)
+                ex = root_exact[rr]
+                for j in range(root_cstart[rr], root_cstart[rr + 1]):
+                    ex *= exact[child[j]]
+                total += ex
+                continue
+            ex = root_exact[rr]  # the exact part of the product (-1: the root's phi is in root_phi)
+            vec = ex < 0
+            if vec:
+                ex = 1
+                for q in range(P):
+                    prod[q] = root_phi[rr, q]
             for j in range(root_cstart[rr], root_cstart[rr + 1]):
                 cz = child[j]
+                v = exact[cz]
+                if v >= 0:
+                    if np.float64(ex) * np.float64(v) < _EXACT_LIMIT:
+                        ex *= v
+                        continue
+                    if vec:
+                        for q in range(P):
+                            prod[q] = _mulmod(prod[q], ex, primes[q], pinv[q])
+                    else:
+                        for q in range(P):
+                            prod[q] = ex
+                        vec = True
+                    ex = v
+                else:
+                    if not vec:
+                        for q in range(P):
+                            prod[q] = ex
+                        vec = True
+                        ex = 1
+                    for q in range(P):
+                        prod[q] = _mulmod(prod[q], counts[cz, q], primes[q], pinv[q])
+            if vec:
+                if ex != 1:
+                    for q in range(P):
+                        prod[q] = _mulmod(prod[q], ex, primes[q], pinv[q])
+            else:
                 for q in range(P):
-                    prod[q] = _mulmod(prod[q], counts[cz, q], primes[q], pinv[q])
+                    prod[q] = ex
             for q in range(P):
                 v = counts[z, q] + prod[q]
                 counts[z, q] = v - primes[q] if v >= primes[q] else v
+        if small:
+            exact[z] = total
+            for q in range(P):
+                counts[z, q] = total
     for z in range(ncomp):
         for q in range(P):
             result[q] = _mulmod(result[q], counts[z, q], primes[q], pinv[q])
