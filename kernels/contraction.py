@@ -675,7 +675,7 @@ def _dense_contract(U, P, k, target, boost, t, key, counter, amap):
 
 @njit(cache=True)
 def _dense_small_cut(k, U, P):
-    "Exact minimum cut of a dense frame with k <= 6 supernodes: (value, side of supernodes)."
+    "Exact minimum cut of a dense frame with k <= 6 supernodes: (value, bit mask of one side over the supernodes)."
     best, best_mask = math.inf, 1
     for mask in range(1, 1 << (k - 1)):
         val = 0.0
@@ -685,10 +685,23 @@ def _dense_small_cut(k, U, P):
                     val += U[a, b] + P[a, b]
         if val < best:
             best, best_mask = val, mask
-    side = np.empty(k, np.bool_)
-    for v in range(k):
-        side[v] = ((best_mask >> v) & 1) == 1
-    return best, side
+    return best, best_mask
+
+
+@njit(cache=True)
+def _slot_labels(lv, rp, k0, AM, PR):
+    """Index, in the frame held in slot (lv, rp), of each of the subtree's k0 first-frame supernodes: the slots on
+    the path from the root each map their parent frame's indices to their own (AM), PR names each slot's parent."""
+    path = np.empty(lv + 1, np.int64)
+    r = rp
+    for l in range(lv, 0, -1):
+        path[l] = r
+        r = PR[l, r]
+    lab = np.arange(k0)
+    for l in range(1, lv + 1):
+        for e in range(k0):
+            lab[e] = AM[l, path[l], lab[e]]
+    return lab
 
 
 @njit(cache=True)
@@ -709,10 +722,13 @@ def _dense_levels(k0):
 
 
 @njit(cache=True)
-def _dense_subtree(k0, s, d, u, p, boost, t, key, counter, WU, WP, AM):
+def _dense_subtree(k0, s, d, u, p, boost, t, key, counter, WU, WP, AM, PR):
     """Karger-Stein below a frame of k0 <= DENSE_K supernodes, on dense matrices: (best value, side over the k0,
-    counter). WU, WP (levels+1, 2, K, K) and AM (levels+1, 2, K) are reused workspaces: the frame at level l, branch r
-    lives in slot (l, r); a depth-first order never overwrites a slot that is still waiting on the stack."""
+    counter). WU, WP (levels+1, 2, K, K), AM (levels+1, 2, K) and PR (levels+1, 2) are reused workspaces: the frame
+    at level l, branch r lives in slot (l, r), AM[l, r] maps its parent frame's supernodes to its own and PR[l, r] is
+    its parent's branch. A depth-first order never overwrites a slot that is still waiting on the stack, nor a slot
+    on the path from the root to the frame being expanded, so the maps compose to the k0 supernodes when needed
+    (only when a leaf improves the best cut: each merge then updates a map of the parent frame's size, not of k0)."""
     U = WU[0, 0]
     P = WP[0, 0]
     for a in range(k0):
@@ -725,36 +741,37 @@ def _dense_subtree(k0, s, d, u, p, boost, t, key, counter, WU, WP, AM):
         U[b, a] += u[e]
         P[a, b] += p[e]
         P[b, a] += p[e]
-    for e in range(k0):
-        AM[0, 0, e] = e
     best, best_sub = math.inf, np.zeros(k0, np.bool_)
     stack = [(0, 0, k0)]
     while len(stack) > 0:
         lv, rp, kk = stack.pop()
-        Uf, Pf, amap = WU[lv, rp], WP[lv, rp], AM[lv, rp]
+        Uf, Pf = WU[lv, rp], WP[lv, rp]
         if kk <= 6:
-            val, sub = _dense_small_cut(kk, Uf, Pf) if kk >= 2 else (0.0, np.ones(kk, np.bool_))
+            val, mask = _dense_small_cut(kk, Uf, Pf) if kk >= 2 else (0.0, (1 << kk) - 1)
             if val < best:
                 best = val
+                lab = _slot_labels(lv, rp, k0, AM, PR)
                 for e in range(k0):
-                    best_sub[e] = sub[amap[e]]
+                    best_sub[e] = ((mask >> lab[e]) & 1) == 1
             continue
         target = _ks_target(kk)
         for rep in range(2):
-            U2, P2, amap2 = WU[lv + 1, rep], WP[lv + 1, rep], AM[lv + 1, rep]
+            U2, P2 = WU[lv + 1, rep], WP[lv + 1, rep]
+            amap2 = AM[lv + 1, rep, :kk]
             for a in range(kk):
                 for b in range(kk):
                     U2[a, b] = Uf[a, b]
                     P2[a, b] = Pf[a, b]
-            for e in range(k0):
-                amap2[e] = amap[e]
+            for e in range(kk):
+                amap2[e] = e
+            PR[lv + 1, rep] = rp
             k2, counter = _dense_contract(U2, P2, kk, target, boost, t, key, counter, amap2)
             if k2 > target:  # no crossing edge has a rate: this frame splits at cost 0, nothing can beat that
                 if 0.0 < best:
                     best = 0.0
-                    r0 = amap2[0]
+                    lab = _slot_labels(lv + 1, rep, k0, AM, PR)
                     for e in range(k0):
-                        best_sub[e] = amap2[e] == r0
+                        best_sub[e] = lab[e] == lab[0]
                 return best, best_sub, counter
             stack.append((lv + 1, rep, k2))
     return best, best_sub, counter
@@ -770,6 +787,7 @@ def _karger_stein_one(n, src, dst, wu, wp, boost, t, seed, run):
     WU = np.empty((levels + 1, 2, DENSE_K, DENSE_K))  # dense workspaces, reused by every dense subtree of the run
     WP = np.empty((levels + 1, 2, DENSE_K, DENSE_K))
     AM = np.empty((levels + 1, 2, DENSE_K), np.int64)
+    PR = np.zeros((levels + 1, 2), np.int64)
     stack = [(np.int64(n), src, dst, wu, wp, np.arange(n))]
     while len(stack) > 0:
         k, s, d, u, p, label = stack.pop()
@@ -778,7 +796,7 @@ def _karger_stein_one(n, src, dst, wu, wp, boost, t, seed, run):
                 val, sub = 0.0, np.zeros(k, np.bool_)
                 sub[label[0]] = True
             else:
-                val, sub, base = _dense_subtree(k, s, d, u, p, boost, t, key, base, WU, WP, AM)
+                val, sub, base = _dense_subtree(k, s, d, u, p, boost, t, key, base, WU, WP, AM, PR)
             if val < best:
                 best = val
                 for v in range(n):
