@@ -15,4 +15,6 @@ One module per loop. Each has a NumPy reference, an `@njit` CPU kernel and a
 - `vmf`: von Mises-Fisher sampling and brute-force top-1 inner-product search.
 - `mmd`: squared maximum mean discrepancy with a Gaussian kernel.
 - `amo`: brute-force counts of acyclic moral orientations of small graphs (checks exact MEC counting).
+- `mec`: exact MEC size (acyclic moral orientations of a chordal graph) by super-clique transfer, `@njit` only
+  (a recursion over a data-dependent memo of subproblems; its docstring says why there is no CUDA version).
 """
