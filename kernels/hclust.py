@@ -28,7 +28,7 @@ import numpy as np
 from numba import cuda, njit, prange
 
 from icml25nb.kernels import rng as R
-from icml25nb.kernels._bench import best_time as _best_time
+from icml25nb.kernels._bench import best_time as _best_time, race as _race
 from icml25nb.kernels._cuda import block_sum
 
 __all__ = ["oracle_answer_ref", "count_votes_ref", "count_votes", "count_votes_cuda", "leaf_ranges",
@@ -342,12 +342,8 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
         names = {"ref": f"n={nc}: numpy reference, Dasgupta cost", "njit": f"n={nc}: njit, Dasgupta cost",
                  "peer": f"n={nc}: scipy cophenet(sizes) . W, Dasgupta cost"}
         secs[names["ref"]] = _best_time(lambda: merge_costs_ref(Wc, Zc), repeat)
-        reps = max(repeat, 5)
-        best = {"njit": np.inf, "peer": np.inf}
-        merge_costs(Wc, Zc), peer()  # warm-up (compiled or loaded from the cache)
-        for _ in range(reps):  # alternate, so that both see the same load on a shared machine
-            best["njit"] = min(best["njit"], _best_time(lambda: merge_costs(Wc, Zc), 0))
-            best["peer"] = min(best["peer"], _best_time(peer, 0))
+        # alternate, so that both see the same load on a shared machine
+        best = _race({"njit": lambda: merge_costs(Wc, Zc), "peer": peer}, max(repeat, 5))
         secs[names["njit"]], secs[names["peer"]] = best["njit"], best["peer"]
         got = merge_costs(Wc, Zc)
         values[names["ref"]], values[names["njit"]], values[names["peer"]] = float(ref.sum()), float(got.sum()), peer()

@@ -34,7 +34,7 @@ import threading
 import numpy as np
 from numba import cuda, njit, prange
 
-from icml25nb.kernels._bench import best_time as _best_time
+from icml25nb.kernels._bench import best_time as _best_time, race as _bench_race
 
 __all__ = ["NF4_LEVELS", "NF4_MIDPOINTS", "quantize_nf4_ref", "dequantize_nf4_ref", "quantize_nf4",
            "dequantize_nf4", "quantize_nf4_cuda", "dequantize_nf4_cuda", "row_offsets", "encode_rows_ref",
@@ -834,20 +834,6 @@ def decode_rows_cuda(packed, offsets, absmax, bits, levels, blocksize: int, thre
 
 # --- Benchmark -----------------------------------------------------------------------------------------------------
 
-def _race(fns: dict, reps: int) -> dict:
-    "Best wall time of each callable over `reps` rounds, the contenders alternating (the same load for all)."
-    import time
-    best = {k: math.inf for k in fns}
-    for f in fns.values():  # warm-up
-        f()
-    for _ in range(reps):
-        for k, f in fns.items():
-            t0 = time.perf_counter()
-            f()
-            best[k] = min(best[k], time.perf_counter() - t0)
-    return best
-
-
 def benchmark(size: str = "default", repeat: int = 3) -> dict:
     """NF4 quantize/dequantize: NumPy reference, @njit, bitsandbytes' CPU quantize_4bit / dequantize_4bit and a memory
     copy of the weights, timed alternating in one run (best of max(repeat, 5) rounds), with the bandwidth fractions.
@@ -898,15 +884,15 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
         torch.set_num_threads(threads)                # the peer gets the kernel's thread count
         torch_threads = torch.get_num_threads()
         try:
-            secs.update(_race(fns, reps))
+            secs.update(_bench_race(fns, reps))
         finally:
             torch.set_num_threads(saved)
     except ImportError:  # bitsandbytes is in the dev and bench extras
-        secs.update(_race(fns, reps))
+        secs.update(_bench_race(fns, reps))
     saved_cap = _POOL.max_bytes
     _POOL.max_bytes = 0                               # every output from np.empty: first-touch page faults
     try:
-        secs.update(_race({names["q_fresh"]: lambda: quantize_nf4(W, bs),
+        secs.update(_bench_race({names["q_fresh"]: lambda: quantize_nf4(W, bs),
                            names["d_fresh"]: lambda: dequantize_nf4(packed, absmax, W.shape, bs)}, min(reps, 5)))
     finally:
         _POOL.max_bytes = saved_cap
