@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import pkgutil
 import sys
@@ -17,8 +18,8 @@ from .core import (SCALES, chapters, claims_report_text, contract_holds, contrac
                            run_chapter, save_figures, save_result, to_jsonable)
 
 # %% auto #0
-__all__ = ['UsageError', 'build_parser', 'cmd_list', 'cmd_run', 'claims_report', 'report_json', 'cmd_claims', 'cmd_sweep',
-           'kernel_benchmarks', 'format_bench', 'cmd_bench', 'main']
+__all__ = ['BLOCKS', 'UsageError', 'build_parser', 'cmd_list', 'cmd_run', 'claims_report', 'report_json', 'cmd_claims',
+           'cmd_sweep', 'kernel_benchmarks', 'format_bench', 'cmd_bench', 'main']
 
 # %% ../nbs/01_cli.ipynb #f5de6e3d
 class UsageError(Exception):
@@ -223,14 +224,22 @@ def cmd_sweep(args) -> int:
     return code
 
 # %% ../nbs/01_cli.ipynb #2b2a397b
+BLOCKS = ("tinylm", "pareto", "control", "graphdata")  # shared building blocks that may define a benchmark
+
 def kernel_benchmarks() -> dict:
-    "{name: benchmark function} for every kernel module that defines `benchmark`."
+    "{name: benchmark function} for every kernel module, then every shared block, that defines `benchmark`."
     import icml25nb.kernels as kpkg
     found = {}
     for mod in pkgutil.iter_modules(kpkg.__path__):
         m = importlib.import_module(f"icml25nb.kernels.{mod.name}")
         if callable(getattr(m, "benchmark", None)):
             found[mod.name] = m.benchmark
+    for name in BLOCKS:
+        if importlib.util.find_spec(f"icml25nb.{name}") is None:
+            continue
+        m = importlib.import_module(f"icml25nb.{name}")
+        if callable(getattr(m, "benchmark", None)):
+            found[f"{name}-block" if name in found else name] = m.benchmark
     return found
 
 def format_bench(res: dict) -> str:
