@@ -578,16 +578,25 @@ def _row_sums(U, P, i, k):
 
 
 @njit(cache=True)
-def _dense_contract(U, P, k, target, boost, t, key, counter, amap):
+def _dense_contract(U, P, k, target, boost, t, key, counter, amap, DU, DP, has_p, sums_ready=False):
     """Contract the dense frame held in U[:k, :k], P[:k, :k] (unpredicted / predicted weights, symmetric, zero
     diagonal) in place to `target` supernodes by Karger's matrix method: a row with probability proportional to its
     rate sum, then a column proportional to the entry, which picks an edge with probability proportional to its rate.
     Boosted rates while more than t supernodes remain. A merged-away index is filled by the last one; `amap` (entry
-    index -> current index) follows. Returns (k, counter); k stays above target if no crossing edge has a rate."""
-    DU = np.empty(k)
-    DP = np.empty(k)
-    for i in range(k):
-        DU[i], DP[i] = _row_sums(U, P, i, k)
+    index -> current index) follows. DU, DP (length >= k) are workspaces for the row sums; with `sums_ready` they
+already hold the row sums of the frame, summed in column order (the caller shares them between two contractions of
+one frame). With `has_p` False the
+    frame has no predicted weight (P is all zero and is neither read nor written): every rate is then the same float
+    as with P (x + 0.0 == x), so both paths draw the same edges. Returns (k, counter); k stays above target if no
+    crossing edge has a rate."""
+    for i in range(0 if sums_ready else k):
+        if has_p:
+            DU[i], DP[i] = _row_sums(U, P, i, k)
+        else:
+            su = 0.0
+            for c in range(k):
+                su += U[i, c]
+            DU[i] = su
     inf_boost = math.isinf(boost)
     while k > target:
         # rate of entry (U, P): mode 0: U (tier 0), 1: P (tier 1), 2: boost*U + P, 3: U + P
@@ -601,50 +610,91 @@ def _dense_contract(U, P, k, target, boost, t, key, counter, amap):
                 mode = 2
         else:
             mode = 3
-        total = 0.0
-        for i in range(k):
-            total += (DU[i] if mode == 0 else DP[i] if mode == 1 else boost * DU[i] + DP[i] if mode == 2
-                      else DU[i] + DP[i])
-        if not (total > 0.0):
-            break
-        x = rng.uniform(key, counter) * total
-        counter += np.uint64(1)
-        i = 0
-        acc = 0.0
-        for r in range(k):
-            acc += (DU[r] if mode == 0 else DP[r] if mode == 1 else boost * DU[r] + DP[r] if mode == 2
-                    else DU[r] + DP[r])
-            i = r
-            if acc > x:
+        if not has_p:
+            if mode == 1:
+                break  # every rate is P's, and P is zero
+            # the rate is scale * U (1.0 * x == x), the same float as boost * U + 0.0 or U + 0.0
+            scale = boost if mode == 2 else 1.0
+            total = 0.0
+            for r in range(k):
+                total += scale * DU[r]
+            if not (total > 0.0):
                 break
-        rowtot = (DU[i] if mode == 0 else DP[i] if mode == 1 else boost * DU[i] + DP[i] if mode == 2
-                  else DU[i] + DP[i])
-        x = rng.uniform(key, counter) * rowtot
-        counter += np.uint64(1)
-        j = -1
-        acc = 0.0
-        for c in range(k):
-            wgt = (U[i, c] if mode == 0 else P[i, c] if mode == 1 else boost * U[i, c] + P[i, c] if mode == 2
-                   else U[i, c] + P[i, c])
-            if wgt > 0.0:
-                j = c
-                acc += wgt
+            x = rng.uniform(key, counter) * total
+            counter += np.uint64(1)
+            i = 0
+            acc = 0.0
+            for r in range(k):
+                acc += scale * DU[r]
+                i = r
                 if acc > x:
                     break
-        if j < 0 or j == i:
-            break  # numerically empty row: nothing left to contract here
-        # merge j into i
-        for c in range(k):
-            U[i, c] += U[j, c]
-            P[i, c] += P[j, c]
-        U[i, i] = 0.0
-        P[i, i] = 0.0
-        U[i, j] = 0.0
-        P[i, j] = 0.0
-        for c in range(k):
-            U[c, i] = U[i, c]
-            P[c, i] = P[i, c]
-        DU[i], DP[i] = _row_sums(U, P, i, k)
+            x = rng.uniform(key, counter) * (scale * DU[i])
+            counter += np.uint64(1)
+            j = -1
+            acc = 0.0
+            for c in range(k):
+                wgt = scale * U[i, c]
+                if wgt > 0.0:
+                    j = c
+                    acc += wgt
+                    if acc > x:
+                        break
+            if j < 0 or j == i:
+                break  # numerically empty row: nothing left to contract here
+            for c in range(k):  # merge j into i
+                U[i, c] += U[j, c]
+            U[i, i] = 0.0
+            U[i, j] = 0.0
+            su = 0.0
+            for c in range(k):
+                U[c, i] = U[i, c]
+                su += U[i, c]
+            DU[i] = su
+        else:
+            total = 0.0
+            for r in range(k):
+                total += (DU[r] if mode == 0 else DP[r] if mode == 1 else boost * DU[r] + DP[r] if mode == 2
+                          else DU[r] + DP[r])
+            if not (total > 0.0):
+                break
+            x = rng.uniform(key, counter) * total
+            counter += np.uint64(1)
+            i = 0
+            acc = 0.0
+            for r in range(k):
+                acc += (DU[r] if mode == 0 else DP[r] if mode == 1 else boost * DU[r] + DP[r] if mode == 2
+                        else DU[r] + DP[r])
+                i = r
+                if acc > x:
+                    break
+            rowtot = (DU[i] if mode == 0 else DP[i] if mode == 1 else boost * DU[i] + DP[i] if mode == 2
+                      else DU[i] + DP[i])
+            x = rng.uniform(key, counter) * rowtot
+            counter += np.uint64(1)
+            j = -1
+            acc = 0.0
+            for c in range(k):
+                wgt = (U[i, c] if mode == 0 else P[i, c] if mode == 1 else boost * U[i, c] + P[i, c] if mode == 2
+                       else U[i, c] + P[i, c])
+                if wgt > 0.0:
+                    j = c
+                    acc += wgt
+                    if acc > x:
+                        break
+            if j < 0 or j == i:
+                break  # numerically empty row: nothing left to contract here
+            for c in range(k):  # merge j into i
+                U[i, c] += U[j, c]
+                P[i, c] += P[j, c]
+            U[i, i] = 0.0
+            P[i, i] = 0.0
+            U[i, j] = 0.0
+            P[i, j] = 0.0
+            for c in range(k):
+                U[c, i] = U[i, c]
+                P[c, i] = P[i, c]
+            DU[i], DP[i] = _row_sums(U, P, i, k)
         for e in range(amap.shape[0]):
             if amap[e] == j:
                 amap[e] = i
@@ -653,38 +703,50 @@ def _dense_contract(U, P, k, target, boost, t, key, counter, amap):
         if j != last:
             for c in range(k):
                 U[j, c] = U[last, c]
-                P[j, c] = P[last, c]
             for c in range(k):
                 U[c, j] = U[j, c]
-                P[c, j] = P[j, c]
             U[j, j] = 0.0
-            P[j, j] = 0.0
             DU[j] = DU[last]
-            DP[j] = DP[last]
+            if has_p:
+                for c in range(k):
+                    P[j, c] = P[last, c]
+                for c in range(k):
+                    P[c, j] = P[j, c]
+                P[j, j] = 0.0
+                DP[j] = DP[last]
             for e in range(amap.shape[0]):
                 if amap[e] == last:
                     amap[e] = j
         for c in range(k):  # the removed column no longer counts
             U[last, c] = 0.0
-            P[last, c] = 0.0
             U[c, last] = 0.0
-            P[c, last] = 0.0
+        if has_p:
+            for c in range(k):
+                P[last, c] = 0.0
+                P[c, last] = 0.0
         k -= 1
     return k, counter
 
 
 @njit(cache=True)
-def _dense_small_cut(k, U, P):
-    "Exact minimum cut of a dense frame with k <= 6 supernodes: (value, bit mask of one side over the supernodes)."
+def _dense_small_cut(k, U, P, has_p, V):
+    """Exact minimum cut of a dense frame with k <= 6 supernodes: (value, bit mask of one side over the supernodes,
+    the first minimal mask). V (length >= 32) is a workspace of cut values, one per mask, built pair by pair so that
+    the loop over masks is branch-free and vectorises: each mask's value is the sum, in pair order (a, b), of the
+    weights of the pairs it cuts; an uncut pair adds w * 0.0 = +0.0, which leaves the float sum unchanged. Without
+    predicted weight (`has_p` False) P is not read (it may hold stale values)."""
+    nm = 1 << (k - 1)
+    for m in range(nm):
+        V[m] = 0.0
+    for a in range(k):
+        for b in range(a + 1, k):
+            wgt = (U[a, b] + P[a, b]) if has_p else U[a, b]
+            for m in range(1, nm):
+                V[m] += wgt * float(((m >> a) ^ (m >> b)) & 1)
     best, best_mask = math.inf, 1
-    for mask in range(1, 1 << (k - 1)):
-        val = 0.0
-        for a in range(k):
-            for b in range(a + 1, k):
-                if ((mask >> a) & 1) != ((mask >> b) & 1):
-                    val += U[a, b] + P[a, b]
-        if val < best:
-            best, best_mask = val, mask
+    for m in range(1, nm):
+        if V[m] < best:
+            best, best_mask = V[m], m
     return best, best_mask
 
 
@@ -741,13 +803,23 @@ def _dense_subtree(k0, s, d, u, p, boost, t, key, counter, WU, WP, AM, PR):
         U[b, a] += u[e]
         P[a, b] += p[e]
         P[b, a] += p[e]
+    has_p = False
+    for e in range(p.shape[0]):
+        if p[e] != 0.0:
+            has_p = True
+            break
+    DU = np.empty(k0)
+    DP = np.empty(k0)
+    RU = np.empty(k0)  # row sums of the frame being expanded, shared by its two contractions
+    RP = np.zeros(k0)
+    V = np.empty(32)
     best, best_sub = math.inf, np.zeros(k0, np.bool_)
     stack = [(0, 0, k0)]
     while len(stack) > 0:
         lv, rp, kk = stack.pop()
         Uf, Pf = WU[lv, rp], WP[lv, rp]
         if kk <= 6:
-            val, mask = _dense_small_cut(kk, Uf, Pf) if kk >= 2 else (0.0, (1 << kk) - 1)
+            val, mask = _dense_small_cut(kk, Uf, Pf, has_p, V) if kk >= 2 else (0.0, (1 << kk) - 1)
             if val < best:
                 best = val
                 lab = _slot_labels(lv, rp, k0, AM, PR)
@@ -758,14 +830,34 @@ def _dense_subtree(k0, s, d, u, p, boost, t, key, counter, WU, WP, AM, PR):
         for rep in range(2):
             U2, P2 = WU[lv + 1, rep], WP[lv + 1, rep]
             amap2 = AM[lv + 1, rep, :kk]
-            for a in range(kk):
-                for b in range(kk):
-                    U2[a, b] = Uf[a, b]
-                    P2[a, b] = Pf[a, b]
+            if rep == 0:  # copy, and sum each row in column order as _dense_contract would
+                for a in range(kk):
+                    su = 0.0
+                    for b in range(kk):
+                        U2[a, b] = Uf[a, b]
+                        su += Uf[a, b]
+                    RU[a] = su
+                if has_p:
+                    for a in range(kk):
+                        sp = 0.0
+                        for b in range(kk):
+                            P2[a, b] = Pf[a, b]
+                            sp += Pf[a, b]
+                        RP[a] = sp
+            else:
+                for a in range(kk):
+                    for b in range(kk):
+                        U2[a, b] = Uf[a, b]
+                if has_p:
+                    for a in range(kk):
+                        for b in range(kk):
+                            P2[a, b] = Pf[a, b]
             for e in range(kk):
                 amap2[e] = e
+                DU[e] = RU[e]
+                DP[e] = RP[e]
             PR[lv + 1, rep] = rp
-            k2, counter = _dense_contract(U2, P2, kk, target, boost, t, key, counter, amap2)
+            k2, counter = _dense_contract(U2, P2, kk, target, boost, t, key, counter, amap2, DU, DP, has_p, True)
             if k2 > target:  # no crossing edge has a rate: this frame splits at cost 0, nothing can beat that
                 if 0.0 < best:
                     best = 0.0

@@ -339,3 +339,24 @@ def test_cuda_simulator_on_more_than_4096_edges(kind):
         warnings.simplefilter("ignore", RuntimeWarning)
         got = K.trials_cuda(el.n, el.src, el.dst, el.w, r1, tier1, r2, 2, 0, ids, threads_per_block=1)
     assert np.array_equal(got, K.trials_njit(el.n, el.src, el.dst, el.w, r1, tier1, r2, 2, 0, ids))
+
+
+def test_dense_small_cut_is_the_first_minimal_mask_by_enumeration():
+    "The branch-free leaf solver: value and first minimal mask equal a direct enumeration, with and without P."
+    rng_ = np.random.default_rng(5)
+    V = np.empty(32)
+    for trial in range(60):
+        k = int(rng_.integers(2, 7))
+        U = np.zeros((8, 8))
+        P = np.full((8, 8), 7.0)  # stale values that must be ignored without predictions
+        B = np.triu(rng_.integers(0, 3, (k, k)) * rng_.random((k, k)) ** (trial % 2), 1)  # ties on even trials
+        U[:k, :k] = B + B.T
+        has_p = trial % 3 == 0
+        if has_p:
+            C = np.triu(rng_.random((k, k)) * (rng_.random((k, k)) < 0.5), 1)
+            P[:k, :k] = C + C.T
+        W = U[:k, :k] + (P[:k, :k] if has_p else 0.0)
+        vals = [sum(W[a, b] for a in range(k) for b in range(a + 1, k) if ((m >> a) & 1) != ((m >> b) & 1))
+                for m in range(1, 1 << (k - 1))]
+        best, mask = K._dense_small_cut(k, U, P, has_p, V)
+        assert best == min(vals) and mask == 1 + int(np.argmin(vals))
