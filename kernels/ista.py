@@ -228,7 +228,7 @@ def ista_batch_cuda(X, y, beta1, beta2=0.0, lr=None, iters: int = 1000, a_star=N
 def benchmark(size: str = "default", repeat: int = 2) -> dict:
     "Batched ISTA: NumPy einsum reference, @njit, and a torch.bmm loop (CPU), same problems and steps."
     import torch
-    B, N, n, iters = {"small": (32, 40, 100, 500), "default": (256, 80, 200, 10_000),
+    B, N, n, iters = {"small": (32, 40, 100, 500), "default": (256, 80, 200, 2_000),
                       "full": (1024, 80, 200, 10_000)}[size]
     rng = np.random.default_rng(0)
     X = rng.standard_normal((B, N, n)) / np.sqrt(n)
