@@ -40,12 +40,12 @@ of up to n rounds would not fit in memory for long paths).
 
 ``benchmark(size, repeat)`` times the reference, the @njit kernel and networkx's
 ``weisfeiler_lehman_subgraph_hashes`` (pure Python, blake2b string hashes) on a Barabasi-Albert graph, after
-checking that all three give the same partition at every round.
+checking that the reference and the kernel give the same partition at every round and networkx the same or a
+coarser one. Coarser happens: networkx joins the neighbour labels without a separator, so once degrees reach two
+digits two different signatures can read the same (degree 4 with neighbour degrees 11, 11, 26, 8 and with 11, 112,
+6, 8 both read ``"41111268"``); the benchmark reports how many classes it merges.
 """
 from __future__ import annotations
-
-import math
-import time
 
 import numpy as np
 from icml25nb.kernels._bench import best_time as _best_time
@@ -309,6 +309,12 @@ def _nx_partitions(G, iterations: int) -> np.ndarray:
     return np.array([first_occurrence([h[v][i] for v in nodes]) for i in range(iterations)])
 
 
+def _refines(fine: np.ndarray, coarse: np.ndarray) -> bool:
+    "Every class of `fine` inside one class of `coarse`."
+    pairs = np.unique(np.stack([fine, coarse]), axis=1)
+    return len(pairs[0]) == len(np.unique(pairs[0]))
+
+
 def benchmark(size: str = "default", repeat: int = 3) -> dict:
     "1-WL rounds on a Barabasi-Albert graph: Python reference vs @njit vs networkx's WL subgraph hashes."
     import warnings
@@ -324,23 +330,31 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
         nx_cols = _nx_partitions(G, it)
         ours = wl_colors_njit(indptr, indices, iterations=it)
         ref = wl_colors_ref(indptr, indices, iterations=it)
-        if not (np.array_equal(ours, ref) and np.array_equal(ours[1:], nx_cols)):
-            raise AssertionError("WL partitions disagree between the implementations")
+        if not np.array_equal(ours, ref):
+            raise AssertionError("the @njit and reference WL partitions disagree")
+        for k in range(it):  # networkx may merge classes (see _refines), never split them
+            if not _refines(ours[k + 1], nx_cols[k]):
+                raise AssertionError(f"networkx splits a WL class at round {k + 1}")
         rows = {
             "reference (Python tuples)": _best_time(lambda: wl_colors_ref(indptr, indices, iterations=it),
                                                     min(repeat, 1)),
-            "njit": _best_time(lambda: wl_colors_njit(indptr, indices, iterations=it), repeat),
+            "njit": _best_time(lambda: wl_colors_njit(indptr, indices, iterations=it), 5 * repeat),  # ms each: more tries
             "networkx weisfeiler_lehman_subgraph_hashes": _best_time(
                 lambda: nx.weisfeiler_lehman_subgraph_hashes(G, iterations=it), min(repeat, 1)),
         }
-        t0 = time.perf_counter()
+        rows["njit, until stable"] = _best_time(lambda: wl_stable_njit(indptr, indices), 5 * repeat)
         stable, rounds = wl_stable_njit(indptr, indices)
-        rows["njit, until stable"] = time.perf_counter() - t0
     ratios = {f"njit vs {k}": rows[k] / rows["njit"] for k in
               ("reference (Python tuples)", "networkx weisfeiler_lehman_subgraph_hashes")}
     values = {f"colours after {k} rounds": int(ours[k].max()) + 1 for k in range(1, it + 1)}
+    for k in range(it):
+        merged = int(ours[k + 1].max()) - int(nx_cols[k].max())
+        if merged:
+            values[f"classes networkx merges after {k + 1} rounds"] = merged
     values["stable colours"] = int(stable.max()) + 1
     values["rounds until stable"] = rounds
     return {"kernel": "wl", "task": f"{it} rounds of 1-WL, Barabasi-Albert n={n}, m={G.number_of_edges()}",
             "seconds": rows, "reference": "reference (Python tuples)", "values": values, "ratios": ratios,
-            "partitions_agree": "reference, njit and networkx give the same partition at every round"}
+            "partitions": "reference and njit identical at every round; networkx's is the same or coarser: it joins "
+                          "neighbour labels without a separator, so e.g. degree-4 nodes with neighbour degrees "
+                          "(11, 11, 26, 8) and (11, 112, 6, 8) both read '41111268' and share a hash"}

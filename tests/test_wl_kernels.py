@@ -230,3 +230,5 @@ def test_benchmark_small_runs_and_agrees():
     assert set(out["ratios"]) == {"njit vs reference (Python tuples)", "njit vs networkx weisfeiler_lehman_subgraph_hashes"}
     assert all(v > 0 for v in out["seconds"].values())
     assert out["values"]["colours after 3 rounds"] <= out["values"]["stable colours"]
+    assert K._refines(np.array([0, 1, 2, 2]), np.array([0, 0, 1, 1]))
+    assert not K._refines(np.array([0, 0, 1]), np.array([0, 1, 1]))
