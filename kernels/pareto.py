@@ -11,23 +11,26 @@ Three implementations with one meaning:
 - ``nondominated_mask_ref`` / ``pareto_rank_ref``: NumPy. The mask compares every pair of rows (chunked
   broadcasting, O(n^2 m)); the ranks are Deb's fast non-dominated sort on the dominance matrix (``D[j, i]``: row
   ``j`` dominates row ``i``): each row counts its dominators, and peeling front ``r`` subtracts its rows' columns.
-- ``nondominated_mask`` / ``pareto_rank``: ``@njit`` on the rows sorted lexicographically (NumPy's ``lexsort``, done
-  once outside the kernel). Only an earlier row can dominate a later one, and identical rows are adjacent, so a
-  duplicate takes its predecessor's result and is otherwise skipped. The ranks are the *efficient non-dominated
-  sort* with binary search over fronts (ENS-BS, Zhang, Tian, Cheng, Jin, IEEE TEVC 2015): a row goes to the first
-  front with no member that dominates it; "front k dominates the row" is monotone in k (every member of front k+1
-  is dominated by a member of front k), so a binary search finds it. With 2 objectives a front's last member
-  has the smallest second objective of its front, so one comparison decides a front: O(n log n) in all. The mask
-  is the same pass with one front.
+- ``nondominated_mask`` / ``pareto_rank``: ``@njit`` on the rows sorted lexicographically (done once outside the
+  kernel: NumPy's quicksort of the first objective, or a stable ``lexsort`` when it has ties). Only an earlier row
+  can dominate a later one, and identical rows are adjacent, so a copy takes its predecessor's result and is
+  otherwise skipped. The ranks are the *efficient non-dominated sort* (ENS, Zhang, Tian, Cheng, Jin, IEEE TEVC
+  2015): a row goes to the first front with no member that dominates it. "Front k dominates the row" is monotone in
+  k (every member of front k+1 is dominated by a member of front k), so for m <= 3 a binary search over the fronts
+  finds it (ENS-BS), each front answering in O(1) for m = 2 (its newest member has its least second objective) and
+  in O(log) for m = 3 (a staircase of its members' last two objectives, see below): O(n log n) plus the staircase
+  updates. For m >= 4 a front scans its members, and a sequential search over the fronts (ENS-SS) is faster: checks
+  of fronts that dominate the row usually stop early. The mask is the same pass with one front.
 - ``nondominated_mask_cuda`` / ``pareto_rank_cuda``: one GPU thread per row. The mask counts each row's dominators
   (O(n^2 m) work, fully parallel). The ranks are Deb's sort again: one launch counts dominators, then one launch
   per front, in which each unranked row subtracts the members of the last front that dominate it and joins the next
   front when its count reaches 0 (appended through an atomic counter): O(n^2 m) work in all, one launch per front.
-  ENS-BS is sequential by nature (each row depends on the fronts built by the rows before it) and has no GPU form.
+  ENS is sequential by nature (each row depends on the fronts built by the rows before it) and has no GPU form.
   Tested under the CUDA simulator at tiny sizes.
 
 ``benchmark(size, repeat)`` times the three CPU implementations and ``moocore.pareto_rank`` (the maintained C
-implementation: Jensen's O(n log n) sweep for 2 objectives, front by front beyond) on the same points.
+implementation: Jensen's O(n log n) sweep for 2 objectives, front by front beyond) on the same points: the @njit
+kernel is faster in 2 and 3 objectives and slower in 4 (see the bench/ output).
 """
 from __future__ import annotations
 
@@ -201,8 +204,9 @@ def _stair_insert(S1, S2, s0, ln, a, b):
 @njit(cache=True)
 def _rank_sorted_njit(Y, rank):
     """ENS-BS on lexicographically sorted rows Y (n, m): rank[i] of sorted row i. m = 2: one number per front;
-    m = 3: one staircase per front; m = 1 or >= 4: fronts are linked lists of sorted row indices (`last[k]` the
-    newest member of front k, `prev[i]` the member added before row i), scanned newest first."""
+    m = 3: one staircase per front; m >= 4: fronts are linked lists of sorted row indices (`last[k]` the newest
+    member of front k, `prev[i]` the member added before row i), scanned newest first. `pareto_rank` calls it for
+    m <= 3 and `_rank_sorted_wide_njit` (ENS-SS) for m >= 4; the benchmark times both at m = 4."""
     n, m = Y.shape
     last = np.empty(n, np.int64)
     prev = np.empty(n, np.int64)
@@ -264,6 +268,63 @@ def _rank_sorted_njit(Y, rank):
 
 
 @njit(cache=True)
+def _rank_sorted_wide_njit(Y, rank):
+    """ENS-SS for m >= 4 on lexicographically sorted rows: each front keeps its members' (y1, .., y_{m-1}) in a block
+    of one pool C, scanned newest first; the fronts are searched in order (checks of fronts that dominate the row
+    usually stop early, so only the last check scans a whole front: about 2x faster than binary search here). Front
+    k's block is C[start[k] : start[k] + size[k]]; when full it moves to the end of the pool with twice the capacity."""
+    n, m = Y.shape
+    w = m - 1
+    C = np.empty((n + 16, w), np.float64)
+    start = np.zeros(n, np.int64)
+    size = np.zeros(n, np.int64)
+    cap = np.zeros(n, np.int64)
+    top = 0
+    n_fronts = 0
+    for p in range(n):
+        if p > 0 and _same_row(Y, p - 1, p):
+            rank[p] = rank[p - 1]
+            continue
+        k = 0
+        y1, y2, y3 = Y[p, 1], Y[p, 2], Y[p, 3]
+        while k < n_fronts:
+            dom = False
+            for i in range(start[k] + size[k] - 1, start[k] - 1, -1):
+                if C[i, 0] <= y1 and C[i, 1] <= y2 and C[i, 2] <= y3:  # then the rest, if any
+                    ok = True
+                    for j in range(3, w):
+                        if C[i, j] > Y[p, j + 1]:
+                            ok = False
+                            break
+                    if ok:
+                        dom = True
+                        break
+            if not dom:
+                break
+            k += 1
+        if k == n_fronts:
+            start[k], size[k], cap[k] = top, 0, 0
+            n_fronts += 1
+        rank[p] = k
+        if size[k] == cap[k]:  # move the block to the end of the pool, twice as large (8 at first)
+            want = max(8, 2 * cap[k])
+            if top + want > C.shape[0]:
+                T = np.empty((max(2 * C.shape[0], top + want), w), np.float64)
+                T[:top] = C[:top]
+                C = T
+            for i in range(size[k]):
+                for j in range(w):
+                    C[top + i, j] = C[start[k] + i, j]
+            start[k] = top
+            cap[k] = want
+            top += want
+        for j in range(w):
+            C[start[k] + size[k], j] = Y[p, j + 1]
+        size[k] += 1
+    return n_fronts
+
+
+@njit(cache=True)
 def _mask_sorted_njit(Y, keep_duplicates, mask):
     "Non-dominated rows of lexicographically sorted Y: ENS with one front."
     n, m = Y.shape
@@ -306,15 +367,22 @@ def nondominated_mask(Y, keep_duplicates: bool = True) -> np.ndarray:
 
 
 def pareto_rank(Y) -> np.ndarray:
-    "@njit kernel: front rank of every row (0: non-dominated, minimisation), ENS with binary search over fronts."
+    "@njit kernel: front rank of every row (0: non-dominated, minimisation); ENS, see the module docstring."
+    return _ranks(Y, wide=True)
+
+
+def _ranks(Y, wide: bool) -> np.ndarray:
+    "Front ranks by ENS-BS (`_rank_sorted_njit`), or by ENS-SS (`_rank_sorted_wide_njit`) for m >= 4 if `wide`."
     Y = check_points(Y)
     rank = np.zeros(len(Y), np.int64)
-    if len(Y) == 0:
-        return rank
-    order, Ys = _sorted(Y)
-    rs = np.empty(len(Y), np.int64)
-    _rank_sorted_njit(Ys, rs)
-    rank[order] = rs
+    if len(Y):
+        order, Ys = _sorted(Y)
+        rs = np.empty(len(Y), np.int64)
+        if wide and Y.shape[1] >= 4:
+            _rank_sorted_wide_njit(Ys, rs)
+        else:
+            _rank_sorted_njit(Ys, rs)
+        rank[order] = rs
     return rank
 
 
@@ -436,17 +504,22 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     for m in (2, 3, 4):
         Y = rng.random((n, m))
         pareto_rank(Y[:10])  # compile
-        fns = {f"njit ENS-BS, m={m}": lambda Y=Y: pareto_rank(Y),
+        fns = {f"njit ENS, m={m}": lambda Y=Y: pareto_rank(Y),
                f"moocore.pareto_rank, m={m}": lambda Y=Y: moocore.pareto_rank(Y)}
+        if m >= 4:  # the binary-search variant, which pareto_rank uses for m <= 3 only
+            fns[f"njit ENS-BS (linked fronts), m={m}"] = lambda Y=Y: _ranks(Y, wide=False)
         secs.update(_race(fns, max(1, repeat)))
         key = f"numpy reference (Deb, dominance matrix), m={m}"
         secs.update(_race({key: lambda Y=Y: pareto_rank_ref(Y)}, 1))  # seconds per call: one timed round
         ref_key = ref_key or key
         ours, theirs, refr = pareto_rank(Y), np.asarray(moocore.pareto_rank(Y), np.int64), pareto_rank_ref(Y)
         agree[f"m={m}"] = bool(np.array_equal(ours, theirs) and np.array_equal(ours, refr))
-        ratios[f"m={m}: numpy reference / njit"] = secs[key] / secs[f"njit ENS-BS, m={m}"]
-        ratios[f"m={m}: moocore / njit"] = secs[f"moocore.pareto_rank, m={m}"] / secs[f"njit ENS-BS, m={m}"]
-        for k, rk in ((key, refr), (f"njit ENS-BS, m={m}", ours), (f"moocore.pareto_rank, m={m}", theirs)):
+        ratios[f"m={m}: numpy reference / njit"] = secs[key] / secs[f"njit ENS, m={m}"]
+        ratios[f"m={m}: moocore / njit"] = secs[f"moocore.pareto_rank, m={m}"] / secs[f"njit ENS, m={m}"]
+        if m >= 4:
+            ratios[f"m={m}: ENS-BS / ENS-SS"] = secs[f"njit ENS-BS (linked fronts), m={m}"] / secs[f"njit ENS, m={m}"]
+            agree[f"m={m}"] = agree[f"m={m}"] and bool(np.array_equal(_ranks(Y, wide=False), ours))
+        for k, rk in ((key, refr), (f"njit ENS, m={m}", ours), (f"moocore.pareto_rank, m={m}", theirs)):
             values[k] = int(rk.max()) + 1  # number of fronts
     return {"kernel": "pareto", "task": f"non-dominated sorting (front ranks) of {n} uniform points in [0,1]^m, "
             f"m = 2, 3, 4; 1 thread; value: number of fronts; ratios > 1: njit faster", "seconds": secs, "reference": ref_key,

@@ -56,6 +56,7 @@ def test_njit_reference_and_moocore_agree(m, kind):
             np.testing.assert_array_equal(_brute_rank(Y), want)
         np.testing.assert_array_equal(P.pareto_rank(Y), want)
         np.testing.assert_array_equal(P.pareto_rank_ref(Y), want)
+        np.testing.assert_array_equal(P._ranks(Y, wide=False), want)  # ENS-BS also for m >= 4
         for keep in (True, False):
             want_mask = moocore.is_nondominated(Yf, keep_weakly=keep)
             np.testing.assert_array_equal(P.nondominated_mask(Y, keep), want_mask)
@@ -70,6 +71,7 @@ def test_ranks_match_the_definition(m):
         Y = rng.integers(0, 3, (25, m)).astype(float)
         want = _brute_rank(Y)
         np.testing.assert_array_equal(P.pareto_rank(Y), want)
+        np.testing.assert_array_equal(P._ranks(Y, wide=False), want)
         np.testing.assert_array_equal(P.nondominated_mask(Y), want == 0)
 
 
@@ -96,6 +98,18 @@ def test_ties_in_the_first_objective_take_the_lexsort_path():
     Y = np.column_stack([rng.integers(0, 3, 200), rng.random(200), rng.random(200)])
     np.testing.assert_array_equal(P.pareto_rank(Y), moocore.pareto_rank(Y))
     np.testing.assert_array_equal(P.nondominated_mask(Y, False), moocore.is_nondominated(Y, keep_weakly=False))
+
+
+def test_wide_blocks_grow():
+    "4 and 5 objectives: fronts of 2000 points and 30 shifted copies of a 50-point front (block and pool growth)."
+    rng = np.random.default_rng(7)
+    for m in (4, 5):
+        Y = _points(rng, 2000, m, "plane")
+        base = _points(rng, 50, m, "plane")
+        Y2 = np.concatenate([base + 0.01 * k for k in range(30)])
+        for Z in (Y, Y2, np.concatenate([Y, Y2])):
+            np.testing.assert_array_equal(P.pareto_rank(Z), moocore.pareto_rank(Z))
+        np.testing.assert_array_equal(P.pareto_rank(Y2), np.repeat(np.arange(30), 50))
 
 
 def test_large_front_staircases_grow():
