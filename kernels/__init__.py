@@ -17,4 +17,5 @@ One module per loop. Each has a NumPy reference, an `@njit` CPU kernel and a
 - `amo`: brute-force counts of acyclic moral orientations of small graphs (checks exact MEC counting).
 - `mec`: exact MEC size (acyclic moral orientations of a chordal graph) by super-clique transfer, `@njit` only
   (a recursion over a data-dependent memo of subproblems; its docstring says why there is no CUDA version).
+- `pareto`: non-dominated mask and non-dominated sorting (front ranks) of points under minimisation.
 """

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[1] / "tools" / "gpu_check.py"
-KERNELS = ["rng", "contraction", "quant", "mnl", "vmf", "hclust", "mmd", "ista", "patch_score", "amo"]
+KERNELS = ["rng", "contraction", "quant", "mnl", "vmf", "hclust", "mmd", "ista", "patch_score", "amo", "pareto"]
 
 
 def _env(**extra):

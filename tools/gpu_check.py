@@ -68,7 +68,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-KERNELS = ["rng", "contraction", "quant", "mnl", "vmf", "hclust", "mmd", "ista", "patch_score", "amo"]
+KERNELS = ["rng", "contraction", "quant", "mnl", "vmf", "hclust", "mmd", "ista", "patch_score", "amo", "pareto"]
 
 
 @dataclass
@@ -446,6 +446,24 @@ def check_amo(small: bool) -> list[Row]:
     got, tc = time_cuda(lambda: Am.amo_count_cuda(adj))
     return [row("amo", "amo_count", f"chordal graph n={n}, {len(edges)} edges ({math.factorial(n)} perms), "
                 f"count {ref}", exact(got, ref), "exact", tn, tc)]
+
+
+def check_pareto(small: bool) -> list[Row]:
+    from icml25nb.kernels import pareto as Pa
+    gen = np.random.default_rng(9)
+    n = 24 if small else 20000
+    rows = []
+    for m in (2, 3):
+        Y = np.round(gen.random((n, m)), 2)  # rounded: ties and duplicate points take their code paths
+        Pa.pareto_rank(Y[:3])
+        ref, tn = time_njit(lambda: Pa.nondominated_mask(Y))
+        got, tc = time_cuda(lambda: Pa.nondominated_mask_cuda(Y))
+        rows.append(row("pareto", "nondominated_mask", f"n={n} points, m={m}", exact(got, ref), "exact", tn, tc))
+        ref, tn = time_njit(lambda: Pa.pareto_rank(Y))
+        got, tc = time_cuda(lambda: Pa.pareto_rank_cuda(Y))
+        rows.append(row("pareto", "pareto_rank", f"n={n} points, m={m}, {int(ref.max()) + 1} fronts",
+                        exact(got, ref), "exact", tn, tc))
+    return rows
 
 
 CHECKS: dict[str, Callable[[bool], list[Row]]] = {name: globals()[f"check_{name}"] for name in KERNELS}
