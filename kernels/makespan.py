@@ -1,0 +1,266 @@
+"""Makespan (longest path) of one pipeline schedule DAG under many candidate plans at once.
+
+A pipeline plan (split points, a schedule) is simulated as a DAG whose vertices are the operations of the step:
+the forward and the backward of every (stage, micro-batch), plus a sink. For a fixed schedule, number of stages and
+of micro-batches, the DAG's *shape* is the same for every candidate split; only the weights change (how long each
+stage's forward and backward take, how long each transfer between two stages takes). The planner therefore
+evaluates thousands of candidate splits against one DAG template, and that evaluation is this kernel.
+
+The template, in topological order (vertex ``v`` only has predecessors ``u < v``):
+
+* ``ptr`` (N + 1,) int64 and ``pred`` (E,) int64: CSR lists of predecessors, ``pred[ptr[v]:ptr[v + 1]]``;
+* ``slot`` (E,) int64: the weight added on that edge, ``-1`` for none, else a column of ``extra`` (a transfer time,
+  or the optimizer step before the sink); ``-inf`` in ``extra`` switches the edge off for that plan (two stages that
+  exchange nothing under this split);
+* ``kind`` (N,) int64: the column of ``dur`` that holds the vertex's duration (forward of stage s, backward of
+  stage s, zero for the sink).
+
+Per plan p (rows of float64 ``dur`` (P, K) and ``extra`` (P, X)) the vertices start as early as their
+predecessors allow::
+
+    start[v]  = max(0, max_{e = (u -> v)} finish[u] + extra[p, slot[e]])     (extra taken as 0 for slot -1)
+    finish[v] = start[v] + dur[p, kind[v]]
+    makespan[p] = max_v finish[v]
+
+Three implementations with one signature ``(ptr, pred, slot, kind, dur, extra) -> makespan (P,)``:
+
+* ``makespan_ref``: NumPy, one vectorised step over all plans per vertex (the definition, and fast enough for a
+  few hundred plans);
+* ``makespan_njit``: ``@njit``, plan by plan, one finish-time buffer reused;
+* ``makespan_cuda``: ``@cuda.jit``, one thread per plan, each with its own row of a finish-time scratch array in
+  global memory (tested under the CUDA simulator; no GPU was lent when it was written, so ``benchmark`` has no
+  CUDA row unless a GPU is present).
+
+``makespan_objgraph`` is what the authors' planner does for one plan (and what a user would write): a Python dict
+from vertex to (successor, weight) lists, a depth-first topological sort and a relaxation pass. ``benchmark`` times
+it and ``networkx.dag_longest_path_length`` against the kernels on 1F1B with 8 stages and 32 micro-batches.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import cuda, njit
+
+from icml25nb.kernels._bench import best_time as _best_time
+
+__all__ = ["check_makespan_inputs", "makespan_ref", "makespan_njit", "makespan_cuda", "makespan_objgraph",
+           "benchmark"]
+
+
+def check_makespan_inputs(ptr, pred, slot, kind, dur, extra):
+    "The six arrays validated and made contiguous (int64 / float64); a one-line ValueError naming the argument."
+    ptr = np.ascontiguousarray(ptr, dtype=np.int64)
+    pred = np.ascontiguousarray(pred, dtype=np.int64)
+    slot = np.ascontiguousarray(slot, dtype=np.int64)
+    kind = np.ascontiguousarray(kind, dtype=np.int64)
+    dur = np.ascontiguousarray(dur, dtype=np.float64)
+    extra = np.ascontiguousarray(extra, dtype=np.float64)
+    if ptr.ndim != 1 or len(ptr) < 2 or ptr[0] != 0 or np.any(np.diff(ptr) < 0):
+        raise ValueError("ptr must be a 1-D non-decreasing CSR pointer starting at 0 with at least one vertex")
+    n = len(ptr) - 1
+    if pred.ndim != 1 or len(pred) != ptr[-1]:
+        raise ValueError(f"pred must be 1-D with ptr[-1] = {ptr[-1]} entries, got shape {pred.shape}")
+    if slot.shape != pred.shape:
+        raise ValueError(f"slot must have the shape of pred {pred.shape}, got {slot.shape}")
+    if kind.shape != (n,):
+        raise ValueError(f"kind must have shape ({n},), one entry per vertex, got {kind.shape}")
+    if dur.ndim != 2 or dur.shape[1] < 1:
+        raise ValueError(f"dur must be 2-D (plans, kinds), got shape {dur.shape}")
+    if extra.ndim != 2 or extra.shape[0] != dur.shape[0]:
+        raise ValueError(f"extra must be 2-D with {dur.shape[0]} rows like dur, got shape {extra.shape}")
+    v_of_edge = np.repeat(np.arange(n), np.diff(ptr))
+    if len(pred) and (pred.min() < 0 or np.any(pred >= v_of_edge)):
+        raise ValueError("pred must list, for every vertex v, predecessors u with 0 <= u < v (topological order)")
+    if len(slot) and (slot.min() < -1 or slot.max() >= extra.shape[1]):
+        raise ValueError(f"slot must be -1 or a column of extra (< {extra.shape[1]})")
+    if kind.min() < 0 or kind.max() >= dur.shape[1]:
+        raise ValueError(f"kind must index a column of dur (< {dur.shape[1]})")
+    if not np.isfinite(dur).all() or (dur < 0).any():
+        raise ValueError("dur must be finite and non-negative")
+    if np.isnan(extra).any() or np.isposinf(extra).any():
+        raise ValueError("extra must be finite or -inf (an edge switched off)")
+    return ptr, pred, slot, kind, dur, extra
+
+
+def makespan_ref(ptr, pred, slot, kind, dur, extra):
+    "NumPy reference: vertex by vertex in topological order, all plans at once."
+    ptr, pred, slot, kind, dur, extra = check_makespan_inputs(ptr, pred, slot, kind, dur, extra)
+    P, n = dur.shape[0], len(ptr) - 1
+    ext = np.concatenate([extra, np.zeros((P, 1))], axis=1)  # slot -1 reads the last column, 0
+    finish = np.empty((P, n))
+    for v in range(n):
+        a, b = ptr[v], ptr[v + 1]
+        start = np.zeros(P)
+        if b > a:
+            cand = finish[:, pred[a:b]] + ext[:, slot[a:b]]
+            start = np.maximum(start, cand.max(axis=1))
+        finish[:, v] = start + dur[:, kind[v]]
+    return finish.max(axis=1)
+
+
+@njit(cache=True)
+def _makespan_njit(ptr, pred, slot, kind, dur, extra, out):
+    P = dur.shape[0]
+    n = ptr.shape[0] - 1
+    finish = np.empty(n)
+    for p in range(P):
+        best = 0.0
+        for v in range(n):
+            start = 0.0
+            for e in range(ptr[v], ptr[v + 1]):
+                t = finish[pred[e]]
+                s = slot[e]
+                if s >= 0:
+                    t += extra[p, s]
+                if t > start:
+                    start = t
+            f = start + dur[p, kind[v]]
+            finish[v] = f
+            if f > best:
+                best = f
+        out[p] = best
+
+
+def makespan_njit(ptr, pred, slot, kind, dur, extra):
+    "CPU kernel for `makespan_ref`: plan by plan, one finish-time buffer."
+    ptr, pred, slot, kind, dur, extra = check_makespan_inputs(ptr, pred, slot, kind, dur, extra)
+    out = np.empty(dur.shape[0])
+    _makespan_njit(ptr, pred, slot, kind, dur, extra, out)
+    return out
+
+
+@cuda.jit
+def _makespan_cuda_kernel(ptr, pred, slot, kind, dur, extra, finish, out):
+    p = cuda.grid(1)
+    if p >= dur.shape[0]:
+        return
+    n = ptr.shape[0] - 1
+    best = 0.0
+    for v in range(n):
+        start = 0.0
+        for e in range(ptr[v], ptr[v + 1]):
+            t = finish[p, pred[e]]
+            s = slot[e]
+            if s >= 0:
+                t += extra[p, s]
+            if t > start:
+                start = t
+        f = start + dur[p, kind[v]]
+        finish[p, v] = f
+        if f > best:
+            best = f
+    out[p] = best
+
+
+_THREADS = 128
+
+
+def makespan_cuda(ptr, pred, slot, kind, dur, extra):
+    "CUDA kernel for `makespan_ref`: one thread per plan, finish times in a (plans, vertices) scratch array."
+    ptr, pred, slot, kind, dur, extra = check_makespan_inputs(ptr, pred, slot, kind, dur, extra)
+    P, n = dur.shape[0], len(ptr) - 1
+    out = cuda.device_array(P)
+    finish = cuda.device_array((P, n))
+    blocks = (P + _THREADS - 1) // _THREADS
+    _makespan_cuda_kernel[blocks, _THREADS](cuda.to_device(ptr), cuda.to_device(pred), cuda.to_device(slot),
+                                            cuda.to_device(kind), cuda.to_device(dur), cuda.to_device(extra),
+                                            finish, out)
+    return out.copy_to_host()
+
+
+def makespan_objgraph(ptr, pred, slot, kind, dur, extra):
+    """The same numbers the way a planner written in plain Python computes them, one plan at a time: a dict from
+    vertex to its (successor, weight) list, weight = the vertex's duration plus the edge's extra, a recursive
+    depth-first topological sort and one relaxation pass from every source (the style of the authors' planner)."""
+    ptr, pred, slot, kind, dur, extra = check_makespan_inputs(ptr, pred, slot, kind, dur, extra)
+    n = len(ptr) - 1
+    edges = [(int(pred[e]), v, int(slot[e])) for v in range(n) for e in range(ptr[v], ptr[v + 1])]
+    out = np.empty(dur.shape[0])
+    for p in range(dur.shape[0]):
+        d = dur[p]
+        x = extra[p]
+        graph = {("op", v): [] for v in range(n)}
+        graph["sink"] = []
+        for u, v, s in edges:
+            w = d[kind[u]] + (x[s] if s >= 0 else 0.0)
+            if w != -math.inf:
+                graph[("op", u)].append((("op", v), w))
+        for v in range(n):
+            graph[("op", v)].append(("sink", d[kind[v]]))
+        order, seen = [], set()
+
+        def visit(node):
+            seen.add(node)
+            for nxt, _ in graph[node]:
+                if nxt not in seen:
+                    visit(nxt)
+            order.append(node)
+
+        for node in graph:
+            if node not in seen:
+                visit(node)
+        dist = {node: 0.0 for node in graph}
+        for node in reversed(order):
+            for nxt, w in graph[node]:
+                if dist[node] + w > dist[nxt]:
+                    dist[nxt] = dist[node] + w
+        out[p] = dist["sink"]
+    return out
+
+
+def _networkx_makespan(ptr, pred, slot, kind, dur, extra) -> np.ndarray:
+    "networkx.dag_longest_path_length on one DiGraph per plan (edge weight = tail duration + extra, plus a sink)."
+    import networkx as nx
+    n = len(ptr) - 1
+    out = np.empty(dur.shape[0])
+    for p in range(dur.shape[0]):
+        G = nx.DiGraph()
+        for v in range(n):
+            for e in range(ptr[v], ptr[v + 1]):
+                w = dur[p, kind[pred[e]]] + (extra[p, slot[e]] if slot[e] >= 0 else 0.0)
+                if w != -math.inf:
+                    G.add_edge(int(pred[e]), v, weight=w)
+            G.add_edge(v, n, weight=dur[p, kind[v]])
+        out[p] = nx.dag_longest_path_length(G, weight="weight")
+    return out
+
+
+def benchmark(size: str = "default", repeat: int = 3) -> dict:
+    """Makespans of random 8-stage splits of a 96-node transformer profile, 1F1B with 32 micro-batches on 8 devices:
+    the Python object graph (authors' style) and networkx per plan, the NumPy reference, @njit (and CUDA on a GPU)."""
+    if size not in ("small", "default", "full"):
+        raise ValueError(f"size must be 'small', 'default' or 'full', got {size!r}")
+    from icml25nb.efficient import pipeline as PL
+    n_plans, n_slow = {"small": (500, 20), "default": (10_000, 100), "full": (100_000, 200)}[size]
+    S, B = 8, 32
+    prof = PL.synthetic_profile("transformer", n_nodes=96, seed=0)
+    rng = np.random.default_rng(1)
+    splits = np.sort(np.stack([rng.choice(np.arange(1, prof.n), S - 1, replace=False) for _ in range(n_plans)]), 1)
+    tpl = PL.schedule_template("1f1b", S, S, B)
+    dur, extra = PL.plan_weights(prof, splits, tpl, bandwidth=PL.DEFAULT_BANDWIDTH, latency=PL.DEFAULT_LATENCY)
+    args = (tpl.ptr, tpl.pred, tpl.slot, tpl.kind)
+    few = (dur[:n_slow], extra[:n_slow])
+    rows, values = {}, {}
+    ref_few = makespan_ref(*args, *few)
+    rows[f"Python object graph, per plan ({n_slow} plans, scaled)"] = _best_time(
+        lambda: makespan_objgraph(*args, *few), min(repeat, 1)) * n_plans / n_slow
+    rows[f"networkx dag_longest_path_length, per plan ({n_slow} plans, scaled)"] = _best_time(
+        lambda: _networkx_makespan(*args, *few), min(repeat, 1)) * n_plans / n_slow
+    rows["NumPy reference (vectorised over plans)"] = _best_time(lambda: makespan_ref(*args, dur, extra),
+                                                                 min(repeat, 1))
+    rows["njit"] = _best_time(lambda: makespan_njit(*args, dur, extra), repeat)
+    got = makespan_njit(*args, dur, extra)
+    values["max |njit - reference|, all plans"] = float(np.abs(got - makespan_ref(*args, dur, extra)).max())
+    values["max |object graph - reference|"] = float(np.abs(makespan_objgraph(*args, *few) - ref_few).max())
+    values["max |networkx - reference|"] = float(np.abs(_networkx_makespan(*args, *few) - ref_few).max())
+    values["vertices, edges of the DAG"] = f"{len(tpl.ptr) - 1}, {len(tpl.pred)}"
+    import os
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and cuda.is_available():
+        rows["cuda (one thread per plan, with transfers)"] = _best_time(lambda: makespan_cuda(*args, dur, extra),
+                                                                        repeat)
+        values["max |cuda - reference|"] = float(np.abs(makespan_cuda(*args, dur, extra) - got).max())
+    ratios = {f"njit vs {k}": rows[k] / rows["njit"] for k in rows if k != "njit"}
+    return {"kernel": "makespan", "task": f"{n_plans} candidate 8-stage splits, 1F1B, 32 micro-batches",
+            "seconds": rows, "reference": "NumPy reference (vectorised over plans)", "values": values,
+            "ratios": ratios}
