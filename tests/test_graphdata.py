@@ -108,8 +108,8 @@ ROLE_CONFIGS = [(("house",), 3, 1), (("house",), 2, 2), (("house",), 3, 2), (("h
 def test_role_graph_planted_roles_are_the_exact_orbits(motifs, repeats, spacing):
     G = gd.role_graph(motifs, repeats=repeats, spacing=spacing, seed=repeats + spacing)
     roles = gd.first_occurrence(gd.node_labels(G, "role"))
-    np.testing.assert_array_equal(gd.exact_orbits(G), roles)
-    np.testing.assert_array_equal(gd.exact_orbits(G, prune="degree"), roles)
+    for method in ("bliss", "vf2pp", "vf2pp-degree"):
+        np.testing.assert_array_equal(gd.exact_orbits(G, method=method), roles)
     assert gd.refines(roles, gd.wl_colors(G, None))
     assert len(G.graph["role_names"]) == roles.max() + 1
     motif_idx = gd.node_labels(G, "motif")
@@ -144,23 +144,41 @@ def test_role_graph_structure_and_seeds():
         gd.role_graph("house", repeats=0)
 
 
-def test_exact_orbits_known_graphs():
-    np.testing.assert_array_equal(gd.exact_orbits(nx.cycle_graph(9)), np.zeros(9, int))
-    np.testing.assert_array_equal(gd.exact_orbits(nx.path_graph(7)), [0, 1, 2, 3, 2, 1, 0])
-    np.testing.assert_array_equal(gd.exact_orbits(nx.star_graph(6)), [0] + [1] * 6)
-    np.testing.assert_array_equal(gd.exact_orbits(nx.petersen_graph()), np.zeros(10, int))  # vertex-transitive
-    np.testing.assert_array_equal(gd.exact_orbits(nx.complete_bipartite_graph(2, 3)), [0, 0, 1, 1, 1])
-    assert len(set(gd.exact_orbits(nx.frucht_graph()))) == 12  # asymmetric, 3-regular
-    assert len(set(gd.wl_colors(nx.frucht_graph(), None))) == 1
-    np.testing.assert_array_equal(gd.exact_orbits(nx.empty_graph(3)), [0, 0, 0])
-    assert gd.exact_orbits(nx.Graph()).shape == (0,)
+@pytest.mark.parametrize("method", gd.ORBIT_METHODS)
+def test_exact_orbits_known_graphs(method):
+    orbits = lambda G: gd.exact_orbits(G, method=method)
+    np.testing.assert_array_equal(orbits(nx.cycle_graph(9)), np.zeros(9, int))
+    np.testing.assert_array_equal(orbits(nx.path_graph(7)), [0, 1, 2, 3, 2, 1, 0])
+    np.testing.assert_array_equal(orbits(nx.star_graph(6)), [0] + [1] * 6)
+    np.testing.assert_array_equal(orbits(nx.petersen_graph()), np.zeros(10, int))  # vertex-transitive
+    np.testing.assert_array_equal(orbits(nx.complete_bipartite_graph(2, 3)), [0, 0, 1, 1, 1])
+    assert len(set(orbits(nx.frucht_graph()))) == 12  # asymmetric, 3-regular
+    np.testing.assert_array_equal(orbits(nx.empty_graph(3)), [0, 0, 0])
+    assert orbits(nx.Graph()).shape == (0,)
     # disconnected: two copies of a path swap with each other
-    np.testing.assert_array_equal(gd.exact_orbits(nx.disjoint_union(nx.path_graph(3), nx.path_graph(3))),
-                                  [0, 1, 0, 0, 1, 0])
+    np.testing.assert_array_equal(orbits(nx.disjoint_union(nx.path_graph(3), nx.path_graph(3))), [0, 1, 0, 0, 1, 0])
+    # a self-loop at one end of a path breaks its mirror symmetry; at both ends it keeps it
+    P = nx.path_graph(5)
+    P.add_edge(0, 0)
+    np.testing.assert_array_equal(orbits(P), [0, 1, 2, 3, 4])
+    P.add_edge(4, 4)
+    np.testing.assert_array_equal(orbits(P), [0, 1, 2, 1, 0])
+    np.testing.assert_array_equal(orbits(P), _brute_orbits(P))
+
+
+def test_exact_orbits_without_igraph(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "igraph", None)  # import igraph now raises ImportError
+    np.testing.assert_array_equal(gd.exact_orbits(nx.path_graph(4)), [0, 1, 1, 0])  # auto falls back to vf2pp
+    with pytest.raises(ImportError, match="python-igraph"):
+        gd.exact_orbits(nx.path_graph(4), method="bliss")
+
+
+def test_exact_orbits_bad_input():
     with pytest.raises(ValueError, match="max_nodes"):
         gd.exact_orbits(nx.path_graph(50), max_nodes=20)
-    with pytest.raises(ValueError, match="prune"):
-        gd.exact_orbits(nx.path_graph(5), prune="pagerank")
+    with pytest.raises(ValueError, match="method"):
+        gd.exact_orbits(nx.path_graph(5), method="pagerank")
     with pytest.raises(TypeError, match="undirected"):
         gd.exact_orbits(nx.DiGraph([(0, 1)]))
 
@@ -178,8 +196,8 @@ def test_exact_orbits_against_enumeration_on_random_graphs(seed):
         if np.prod([math.factorial(d) for _, d in G.degree()]) > 5e4:  # enumeration too long
             continue
         brute = _brute_orbits(G)
-        np.testing.assert_array_equal(gd.exact_orbits(G), brute)
-        np.testing.assert_array_equal(gd.exact_orbits(G, prune="degree"), brute)
+        for method in ("auto", "bliss", "vf2pp", "vf2pp-degree"):
+            np.testing.assert_array_equal(gd.exact_orbits(G, method=method), brute)
         assert gd.refines(brute, gd.wl_colors(G, None))
         assert gd.refines(brute, gd.wl_colors(G, 2))  # any number of rounds: orbits never split a colour
 
