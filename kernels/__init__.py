@@ -17,5 +17,8 @@ One module per loop. Each has a NumPy reference, an `@njit` CPU kernel and a
 - `amo`: brute-force counts of acyclic moral orientations of small graphs (checks exact MEC counting).
 - `mec`: exact MEC size (acyclic moral orientations of a chordal graph) by super-clique transfer, `@njit` only
   (a recursion over a data-dependent memo of subproblems; its docstring says why there is no CUDA version).
+- `pointmass`: one step of many point-mass reaching environments (the control block's vectorised task).
+- `wl`: 1-WL colour refinement (exact colours: hash slots checked against stored representatives).
+- `makespan`: step time (longest path over the schedule DAG) of many pipeline plans at once.
 - `pareto`: non-dominated mask and non-dominated sorting (front ranks) of points under minimisation.
 """

@@ -20,7 +20,8 @@ LOADS = re.compile(r"<(?:script|img|iframe|source|video|audio|embed)\b[^>]*\bsrc
 
 
 def test_every_chapter_and_foundation_page_is_built():
-    for rel in ["index.html", "00_core.html", "01_cli.html", "02_tinylm.html", "03_sweep.html", "efficient/01_lowra.html",
+    for rel in ["index.html", "00_core.html", "01_cli.html", "02_tinylm.html", "03_sweep.html", "04_pareto.html", "05_control.html", "06_graphdata.html",
+                "efficient/02_pipeline.html", "efficient/01_lowra.html",
                 "optim/01_precond.html", "claims.html",
                 "search.html", "searchindex.js"]:
         assert (SITE / rel).exists(), rel
