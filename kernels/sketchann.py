@@ -83,9 +83,12 @@ def _sketch_argmin_njit(S, SP, Q, copies, idx, dist):
         dist[a, t % r] = best
 
 
-def sketch_argmin(S, SP, Q, copies) -> tuple[np.ndarray, np.ndarray]:
-    "CPU kernel (@njit, parallel over the (query, copy) pairs) for `sketch_argmin_ref`."
-    S, SP, Q, copies = _check(S, SP, Q, copies)
+def sketch_argmin(S, SP, Q, copies, check: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """CPU kernel (@njit, parallel over the (query, copy) pairs) for `sketch_argmin_ref`. `check=False` skips the
+    input checks (for a caller that built contiguous float64/int64 arrays of the right shapes itself: the chapter's
+    structures answer one query per call, where scanning all k sketches for NaN would cost more than the search)."""
+    if check:
+        S, SP, Q, copies = _check(S, SP, Q, copies)
     idx = np.zeros(copies.shape, dtype=np.int64)
     dist = np.zeros(copies.shape)
     if copies.size:
