@@ -1,0 +1,136 @@
+"""The crl_sanity chapter beyond its notebook: what each renderer switch does, MCC against a brute-force matching,
+the contrastive head against the Gaussian log-ratio it models, batched training equals training alone, bad input.
+Everything at tiny sizes; the experiment itself runs only in tests/test_chapters.py and the notebook."""
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import multivariate_normal
+
+from icml25nb.causal import crl_sanity as C
+
+
+@pytest.fixture(scope="module")
+def latents():
+    return np.random.default_rng(0).standard_normal((40, 5))
+
+
+def test_each_switch_changes_only_its_effect(latents):
+    base = C.simulate_light_tunnel(latents, 12, "realistic", seed=0, noise=False, saturation=False, vignetting=False)
+    # without markers, noise, saturation and vignetting, both renderers draw the same Malus disk
+    np.testing.assert_allclose(base, C.simulate_light_tunnel(latents, 12, "ideal", markers=False), atol=1e-6)
+    vign = C.simulate_light_tunnel(latents, 12, "realistic", noise=False, saturation=False)
+    u, v = C._grid(12)
+    np.testing.assert_allclose(vign, base * (1 - 0.35 * (u ** 2 + v ** 2))[None, :, :, None], atol=1e-6)
+    sat = C.simulate_light_tunnel(latents, 12, "realistic", noise=False, vignetting=False)
+    np.testing.assert_allclose(sat, np.clip(base * 1.3, 0, 1), atol=1e-6)
+    markers = C.simulate_light_tunnel(latents, 12, "ideal")
+    assert (markers - base).min() >= -1e-6 and (markers - base).max() > 0.5  # pointers only add light
+    # noise is reproducible by seed and zero-mean around the noise-free image
+    n1 = C.simulate_light_tunnel(latents, 12, "realistic", seed=5, saturation=False)
+    np.testing.assert_array_equal(n1, C.simulate_light_tunnel(latents, 12, "realistic", seed=5, saturation=False))
+    assert abs(float((n1 - vign).mean())) < 0.01
+
+
+def test_realistic_images_depend_on_the_angles_only_through_malus(latents):
+    "Swapping the two polarizer latents (cos^2 is even) leaves a noise-free realistic image unchanged; ideal differs."
+    swapped = latents[:, [0, 1, 2, 4, 3]]
+    kw = dict(noise=False)
+    np.testing.assert_allclose(C.simulate_light_tunnel(latents, 12, "realistic", **kw),
+                               C.simulate_light_tunnel(swapped, 12, "realistic", **kw), atol=1e-6)
+    assert np.abs(C.simulate_light_tunnel(latents, 12, "ideal") - C.simulate_light_tunnel(swapped, 12, "ideal")).max() > 0.1
+
+
+def test_mcc_matches_brute_force_on_rectangular_inputs():
+    rng = np.random.default_rng(1)
+    z = rng.standard_normal((300, 3))
+    z_hat = np.c_[z @ rng.standard_normal((3, 3)), rng.standard_normal((300, 2))]
+    Cm = np.abs(C.correlation_matrix(z_hat, z))
+    best = max(np.mean([Cm[p[k], k] for k in range(3)]) for p in itertools.permutations(range(5), 3))
+    assert C.mcc(z_hat, z) == pytest.approx(best, abs=1e-12)
+    const = np.c_[np.ones(300), z[:, 1:]]
+    assert C.correlation_matrix(const, z)[0].tolist() == [0.0, 0.0, 0.0]  # a constant column correlates 0
+
+
+def test_contrastive_head_can_express_the_true_log_ratio():
+    "With h = z and the true SCM's parameters, the head's logit is the Gaussian log-ratio up to its constant."
+    data = C.sample_interventional_data(10, seed=2)
+    W, s, eta, tau = data["W"], data["noise_std"], data["int_mean"], data["int_std"]
+    head = C._ContrastiveHead(5, 1)
+    with torch.no_grad():
+        # log p_t - log p_0 = c_t + eta/tau^2 z_t - z_t^2/(2 tau^2) + (B_t z)^2 / 2, B = diag(1/s)(I - W^T)
+        # head: alpha + beta z_t + (lam z_t)^2 - (scales_t (I - A)_t z)^2: match with imaginary-free signs by
+        # flipping the overall sign of the logit (the classifier's sign is arbitrary): -logit = log-ratio - c_t
+        head.beta.copy_(torch.as_tensor(-eta / tau ** 2).view(1, 5))
+        head.lam.copy_(torch.as_tensor(np.sqrt(0.5) / tau).view(1, 5))
+        head.scales.copy_(torch.as_tensor(np.sqrt(0.5) / s).view(1, 5))
+        head.A.copy_(torch.as_tensor(W.T).view(1, 5, 5))
+    pts = np.random.default_rng(3).standard_normal((50, 5))
+    M = np.linalg.inv(np.eye(5) - W)
+    p0 = multivariate_normal(np.zeros(5), M.T @ np.diag(s ** 2) @ M).logpdf(pts)
+    for t in range(5):
+        Wt, st, mu = W.copy(), s.copy(), np.zeros(5)
+        Wt[:, t], st[t], mu[t] = 0, tau[t], eta[t]
+        Mt = np.linalg.inv(np.eye(5) - Wt)
+        pt = multivariate_normal(mu @ Mt, Mt.T @ np.diag(st ** 2) @ Mt).logpdf(pts)
+        logit = head(torch.as_tensor(pts, dtype=torch.float32)[None], torch.full((50,), t)).detach().numpy()[0]
+        resid = (pt - p0) + logit
+        np.testing.assert_allclose(resid, resid[0], atol=1e-3)
+
+
+def test_batched_multiview_equals_alone_and_groups_are_independent():
+    data = C.sample_interventional_data(60, seed=0)
+    z = data["z"]
+    X = C.simulate_light_tunnel(z, 8, "ideal").reshape(len(z), -1)
+    Y = C.simulate_light_tunnel(z, 8, "realistic", seed=1).reshape(len(z), -1)
+    views = C.sensor_views(z)
+    kw = dict(hidden=16, steps=20, batch=32, seed=4)
+    both = C.MultiviewCRL(**kw).fit(np.stack([X, Y]), views).transform(np.stack([X, Y]))
+    np.testing.assert_allclose(both[0], C.MultiviewCRL(**kw).fit(X, views).transform(X), atol=1e-4)
+    np.testing.assert_allclose(both[1], C.MultiviewCRL(**kw).fit(Y, views).transform(Y), atol=1e-4)
+    c2 = C.ContrastiveCRL(hidden=16, steps=20, batch=32, seed=4).fit(np.stack([X, Y]), data["env"])
+    np.testing.assert_allclose(c2.transform(np.stack([X, Y]))[1],
+                               C.ContrastiveCRL(hidden=16, steps=20, batch=32, seed=4).fit(Y, data["env"]).transform(Y),
+                               atol=1e-4)
+    assert c2.transform(X).shape == (2, len(z), 5)  # one image set through every group's model
+
+
+def test_training_reduces_the_classifier_loss():
+    data = C.sample_interventional_data(100, seed=1)
+    X = C.simulate_light_tunnel(data["z"], 8, "ideal").reshape(len(data["z"]), -1)
+    short = C.ContrastiveCRL(hidden=16, steps=5, seed=0).fit(X, data["env"]).loss_
+    long = C.ContrastiveCRL(hidden=16, steps=300, seed=0).fit(X, data["env"]).loss_
+    assert long[0] < short[0] - 0.1
+
+
+def test_oracle_reads_an_identity_image_and_scale_config():
+    z = np.random.default_rng(0).standard_normal((400, 5))
+    out = C.supervised_oracle(z[:300], z[:300], z[300:], z[300:], hidden=16, steps=200)
+    assert out["z_hat"].shape == (100, 5) and out["r2"].min() > 0.9
+    assert set(C.SCALE_CONFIG) == {"fast", "full"}
+
+
+def test_bad_input(latents):
+    with pytest.raises(ValueError, match="mode"):
+        C.simulate_light_tunnel(latents, mode="ideal ")
+    with pytest.raises(TypeError, match="noise"):
+        C.simulate_light_tunnel(latents, noise="no")
+    with pytest.raises(ValueError, match="finite"):
+        C.simulate_light_tunnel(np.full((2, 5), np.nan))
+    with pytest.raises(ValueError, match="W"):
+        C.sample_interventional_data(5, W=np.ones((2, 3)))
+    with pytest.raises(ValueError, match="z_hat"):
+        C.mcc(np.ones(5), latents)
+    with pytest.raises(ValueError, match="X"):
+        C.ContrastiveCRL().fit(np.ones(5), [0])
+    with pytest.raises(ValueError, match="groups"):
+        C.ContrastiveCRL(steps=1, hidden=4).fit(latents, np.arange(40) % 6).transform(np.stack([latents] * 3))
+    with pytest.raises(ValueError, match="views"):
+        C.MultiviewCRL().fit(latents, [np.ones((3, 3))] * 3)
+    with pytest.raises(ValueError, match="scale"):
+        C.experiment("medium")
+    with pytest.raises(TypeError, match="seed"):
+        C.experiment("fast", seed=1.5)
+    with pytest.raises(ValueError, match="tau"):
+        C.MultiviewCRL(tau=0)
