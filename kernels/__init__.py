@@ -21,4 +21,6 @@ One module per loop. Each has a NumPy reference, an `@njit` CPU kernel and a
 - `wl`: 1-WL colour refinement (exact colours: hash slots checked against stored representatives).
 - `makespan`: step time (longest path over the schedule DAG) of many pipeline plans at once.
 - `pareto`: non-dominated mask and non-dominated sorting (front ranks) of points under minimisation.
+- `sketchann`: sketched distances and the argmin over (query, copy) pairs of many JL sketches (adaptive sketching).
+- `tanimoto`: Tanimoto similarity between bit-packed molecular fingerprints (one-vs-many and all pairs).
 """
