@@ -1,6 +1,7 @@
 """Run every hand-written ``@cuda.jit`` kernel of ``icml25nb.kernels`` on a GPU against its ``@njit`` twin.
 
-For each kernel module (amo, contraction, hclust, ista, mmd, mnl, patch_score, quant, rng, vmf) the script builds
+For each kernel module (amo, contraction, hclust, ista, makespan, mmd, mnl, pareto, patch_score, pointmass, quant, rng,
+sketchann, tanimoto, vmf, wl) the script builds
 one realistic input, runs the ``@njit`` CPU kernel and the ``@cuda.jit`` kernel on it and prints one line per check:
 
     kernel  check  size  agreement (exact, or max abs / rel difference and the tolerance)  PASS/FAIL
@@ -9,7 +10,8 @@ one realistic input, runs the ``@njit`` CPU kernel and the ``@cuda.jit`` kernel 
 What "agree" means (the kernels' own tests use the same criteria under the CUDA simulator):
 
 * exact (bit for bit): rng.uniform_fill, quant (NF4 and mixed 1/2/4-bit rows: integer codes and float32 scales),
-  hclust.count_votes (integer votes from counter-based streams), amo (an integer count), contraction with unit
+  hclust.count_votes (integer votes from counter-based streams), amo (an integer count), pareto (masks and ranks),
+  wl (colour ids), tanimoto (popcount ratios computed the same way), contraction with unit
   weights and with an infinite boost (all rates of a phase equal: the keys need no logarithm);
 * contraction with a finite boost: the keys use ``log``, and a GPU's ``log`` may differ from the C library's in the
   last place, which changes a trial only if two clocks are within one ulp: at most 0.5% of the trials may differ;
@@ -18,7 +20,8 @@ What "agree" means (the kernels' own tests use the same criteria under the CUDA 
 * vmf.top1 (float32): the same index, or a near tie (float64 scores within 1e-5), on at most 1% of the queries;
 * floating-point sums in another order: hclust.merge_costs rtol 1e-10; mmd atol 1e-10; patch_score atol 1e-9;
   mnl scores rtol 1e-10 + atol 1e-12, update and refactorize rtol 1e-9 + atol 1e-12; ista (2000 iterations)
-  rtol 1e-8 + atol 1e-10.
+  rtol 1e-8 + atol 1e-10; pointmass rtol 1e-14 + atol 1e-15; makespan rtol 1e-12 + atol 1e-12;
+* sketchann: the same nearest point per (query, copy), or a tie in the sketched distance (rtol 1e-9).
 
 Full sizes: rng 16384 x 1024 uniforms; contraction 4096 trials on a planted-cut graph (n = 1000, m = 5004 > 4096
 edges: the lazy bucket sort's full range), plain / infinite boost / boost 6 with t = 4; quant 4096 x 4096 float32
@@ -26,7 +29,10 @@ edges: the lazy bucket sort's full range), plain / infinite boost / boost 6 with
 up to 10 offered, refactorize at d = MAX_D = 32); vmf 1e6 draws at d = 32 and top-1 of 4096 queries over 200000
 actions at d = 32; hclust merge costs at n = 2000 and votes for all pairs of n = 1024 with 64 witnesses; mmd
 4000 x 4000 points at d = 50; ista 256 configurations (N = 80, n = 200, 2000 iterations); patch_score 2048 queries
-x 64000 patches (D = 25); amo a chordal graph on 11 vertices (11! permutations). On one CPU core the njit
+x 64000 patches (D = 25); amo a chordal graph on 11 vertices (11! permutations); pareto 20000 points (m = 2, 3);
+pointmass 1e6 environments; wl G(n = 100000, m = 300000), 3 rounds; makespan 20000 plans (8 stages, 1F1B, 32
+micro-batches); sketchann 512 queries x 45 of 90 copies over 20000 points (m = 64, d = 256); tanimoto 4000 x 4000
+fingerprints of 2048 bits. On one CPU core the njit
 references take about 30 s together (ista 10 s, amo 4.4 s, top-1 3.7 s, wood 2.1 s, the rest under 1.2 s each).
 
 Timings: the njit kernel is called once on a tiny input (loads or compiles it), then timed once at the full size;
@@ -68,7 +74,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-KERNELS = ["rng", "contraction", "quant", "mnl", "vmf", "hclust", "mmd", "ista", "patch_score", "amo", "pareto"]
+KERNELS = ["rng", "contraction", "quant", "mnl", "vmf", "hclust", "mmd", "ista", "patch_score", "amo", "pareto",
+           "pointmass", "wl", "makespan", "sketchann", "tanimoto"]
 
 
 @dataclass
@@ -464,6 +471,85 @@ def check_pareto(small: bool) -> list[Row]:
         rows.append(row("pareto", "pareto_rank", f"n={n} points, m={m}, {int(ref.max()) + 1} fronts",
                         exact(got, ref), "exact", tn, tc))
     return rows
+
+
+def check_pointmass(small: bool) -> list[Row]:
+    from icml25nb.kernels import pointmass as PM
+    n = 150 if small else 1_000_000  # small: two blocks of 128 threads, the second partly idle
+    gen = np.random.default_rng(10)
+    pos, vel, goal = gen.uniform(-1, 1, (n, 2)), gen.normal(0, 1.5, (n, 2)), gen.uniform(-1, 1, (n, 2))
+    act = gen.uniform(-2, 2, (n, 2))  # beyond [-1, 1]: the clip; large velocities: the walls
+    PM.step_njit(pos[:2], vel[:2], goal[:2], act[:2])
+    ref, tn = time_njit(lambda: PM.step_njit(pos, vel, goal, act, 0.1, 2.0, 1.0, 0.05))
+    got, tc = time_cuda(lambda: PM.step_cuda(pos, vel, goal, act, 0.1, 2.0, 1.0, 0.05))
+    agree, ok = (close(np.concatenate([np.ravel(x) for x in got]), np.concatenate([np.ravel(x) for x in ref]),
+                       1e-14, 1e-15))
+    return [row("pointmass", "step", f"{n} environments, 2-D", (agree, ok), "rtol 1e-14 + atol 1e-15", tn, tc)]
+
+
+def check_wl(small: bool) -> list[Row]:
+    import networkx as nx
+    from icml25nb.kernels import wl as W
+    n = 40 if small else 100_000
+    G = nx.gnm_random_graph(n, 3 * n, seed=11)
+    A = nx.to_scipy_sparse_array(G, nodelist=range(n), format="csr")
+    ip, ix = A.indptr.astype(np.int64), A.indices.astype(np.int64)
+    W.wl_colors_njit(np.array([0, 1, 2]), np.array([1, 0]), iterations=1)
+    ref, tn = time_njit(lambda: W.wl_colors_njit(ip, ix, iterations=3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # uint64 wrap-around warns under the simulator
+        got, tc = time_cuda(lambda: W.wl_colors_cuda(ip, ix, iterations=3))
+    return [row("wl", "wl_colors", f"G(n={n}, m={3 * n}), 3 rounds", exact(got, ref), "exact", tn, tc)]
+
+
+def check_makespan(small: bool) -> list[Row]:
+    from icml25nb.efficient import pipeline as PL
+    from icml25nb.kernels import makespan as MK
+    n_plans, S, B = (130, 4, 4) if small else (20_000, 8, 32)  # small: two blocks, the second mostly idle
+    prof = PL.synthetic_profile("transformer", n_nodes=24 if small else 96, seed=0)
+    gen = np.random.default_rng(12)
+    splits = np.sort(np.stack([gen.choice(np.arange(1, prof.n), S - 1, replace=False) for _ in range(n_plans)]), 1)
+    tpl = PL.schedule_template("1f1b", S, S, B)
+    dur, extra = PL.plan_weights(prof, splits, tpl, bandwidth=PL.DEFAULT_BANDWIDTH, latency=PL.DEFAULT_LATENCY)
+    args = (tpl.ptr, tpl.pred, tpl.slot, tpl.kind)
+    MK.makespan_njit(*args, dur[:1], extra[:1])
+    ref, tn = time_njit(lambda: MK.makespan_njit(*args, dur, extra))
+    got, tc = time_cuda(lambda: MK.makespan_cuda(*args, dur, extra))
+    return [row("makespan", "makespan", f"{n_plans} plans, {S} stages, 1F1B, {B} micro-batches",
+                close(got, ref, 1e-12, 1e-12), "rtol 1e-12 + atol 1e-12", tn, tc)]
+
+
+def check_sketchann(small: bool) -> list[Row]:
+    from icml25nb.kernels import sketchann as SK
+    k, m, d, n, b, r = (6, 4, 9, 13, 5, 3) if small else (90, 64, 256, 20_000, 512, 45)
+    gen = np.random.default_rng(13)
+    P = gen.standard_normal((n, d))
+    S = gen.standard_normal((k, m, d)) / np.sqrt(m)
+    SP = np.einsum("jmd,nd->jnm", S, P)
+    Q = P[gen.integers(0, n, b)] + 0.5 * gen.standard_normal((b, d))
+    copies = np.stack([gen.choice(k, r, replace=False) for _ in range(b)])
+    SK.sketch_argmin(S, SP[:, :2], Q[:1], copies[:1])
+    (ri, rd), tn = time_njit(lambda: SK.sketch_argmin(S, SP, Q, copies))
+    (ci, cd), tc = time_cuda(lambda: SK.sketch_argmin_cuda(S, SP, Q, copies))
+    same = ri == ci  # a different index is allowed only at a tie in the sketched distance
+    tie = np.abs(cd - rd) <= 1e-9 * np.maximum(1.0, np.abs(rd))
+    ok = bool(np.all(same | tie)) and bool(np.allclose(cd, rd, rtol=1e-9, atol=1e-12))
+    return [row("sketchann", "sketch_argmin", f"{b} queries x {r} of {k} copies, n={n}, m={m}, d={d}",
+                (f"{int((~same).sum())} indices differ, max |dist diff| {np.abs(cd - rd).max():.2e}", ok),
+                "same index or tie; dist rtol 1e-9", tn, tc)]
+
+
+def check_tanimoto(small: bool) -> list[Row]:
+    from icml25nb.kernels import tanimoto as T
+    na, nb, bits = (9, 5, 128) if small else (4000, 4000, 2048)
+    A = T.pack_bits(T._molecule_like_bits(na, bits, 14))
+    B = T.pack_bits(T._molecule_like_bits(nb, bits, 15))
+    A[1] = 0  # an empty fingerprint: the zero-union branch
+    T.tanimoto_matrix(A[:2], B[:2])
+    ref, tn = time_njit(lambda: T.tanimoto_matrix(A, B))
+    got, tc = time_cuda(lambda: T.tanimoto_matrix_cuda(A, B, threads=4 if small else 16))
+    return [row("tanimoto", "tanimoto_matrix", f"{na} x {nb} fingerprints, {bits} bits", exact(got, ref), "exact",
+                tn, tc)]
 
 
 CHECKS: dict[str, Callable[[bool], list[Row]]] = {name: globals()[f"check_{name}"] for name in KERNELS}
