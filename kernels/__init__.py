@@ -23,4 +23,5 @@ One module per loop. Each has a NumPy reference, an `@njit` CPU kernel and a
 - `pareto`: non-dominated mask and non-dominated sorting (front ranks) of points under minimisation.
 - `sketchann`: sketched distances and the argmin over (query, copy) pairs of many JL sketches (adaptive sketching).
 - `tanimoto`: Tanimoto similarity between bit-packed molecular fingerprints (one-vs-many and all pairs).
+- `springs`: many undamped spring systems integrated at once by velocity Verlet (the PCL chapter's data).
 """

@@ -255,6 +255,9 @@ def readme() -> None:
     nb = read_nb(ROOT / "nbs" / "index.ipynb")
     FilterDefaults()(nb)
     nb = clean_notebook(nbformat.from_dict(nb))
+    for cell in nb.cells:  # warnings printed while the index ran are not part of the README
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.get("outputs", []) if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
     cfg = Config()
     cfg.TagRemovePreprocessor.enabled = True
     cfg.TagRemovePreprocessor.remove_input_tags = {"remove-input"}
