@@ -24,4 +24,5 @@ One module per loop. Each has a NumPy reference, an `@njit` CPU kernel and a
 - `sketchann`: sketched distances and the argmin over (query, copy) pairs of many JL sketches (adaptive sketching).
 - `tanimoto`: Tanimoto similarity between bit-packed molecular fingerprints (one-vs-many and all pairs).
 - `springs`: many undamped spring systems integrated at once by velocity Verlet (the PCL chapter's data).
+- `softvi`: soft (maximum-entropy) value iteration, log-sum-exp over actions, on a deterministic tabular MDP.
 """

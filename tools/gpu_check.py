@@ -1,7 +1,7 @@
 """Run every hand-written ``@cuda.jit`` kernel of ``icml25nb.kernels`` on a GPU against its ``@njit`` twin.
 
 For each kernel module (amo, contraction, hclust, ista, makespan, mmd, mnl, pareto, patch_score, pointmass, quant, rng,
-sketchann, springs, tanimoto, vmf, wl) the script builds
+sketchann, softvi, springs, tanimoto, vmf, wl) the script builds
 one realistic input, runs the ``@njit`` CPU kernel and the ``@cuda.jit`` kernel on it and prints one line per check:
 
     kernel  check  size  agreement (exact, or max abs / rel difference and the tolerance)  PASS/FAIL
@@ -21,7 +21,8 @@ What "agree" means (the kernels' own tests use the same criteria under the CUDA 
 * floating-point sums in another order: hclust.merge_costs rtol 1e-10; mmd atol 1e-10; patch_score atol 1e-9;
   mnl scores rtol 1e-10 + atol 1e-12, update and refactorize rtol 1e-9 + atol 1e-12; ista (2000 iterations)
   rtol 1e-8 + atol 1e-10; pointmass rtol 1e-14 + atol 1e-15; makespan rtol 1e-12 + atol 1e-12;
-  springs (leapfrog steps of a linear system) rtol 1e-10 + atol 1e-12;
+  springs (leapfrog steps of a linear system) rtol 1e-10 + atol 1e-12; softvi (20 sweeps of log-sum-exp) rtol 1e-11 +
+  atol 1e-12;
 * sketchann: the same nearest point per (query, copy), or a tie in the sketched distance (rtol 1e-9).
 
 Full sizes: rng 16384 x 1024 uniforms; contraction 4096 trials on a planted-cut graph (n = 1000, m = 5004 > 4096
@@ -33,7 +34,8 @@ actions at d = 32; hclust merge costs at n = 2000 and votes for all pairs of n =
 x 64000 patches (D = 25); amo a chordal graph on 11 vertices (11! permutations); pareto 20000 points (m = 2, 3);
 pointmass 1e6 environments; wl G(n = 100000, m = 300000), 3 rounds; makespan 20000 plans (8 stages, 1F1B, 32
 micro-batches); sketchann 512 queries x 45 of 90 copies over 20000 points (m = 64, d = 256); tanimoto 4000 x 4000
-fingerprints of 2048 bits; springs 20000 systems of 8 particles, 300 steps. On one CPU core the njit
+fingerprints of 2048 bits; springs 20000 systems of 8 particles, 300 steps; softvi a
+random MDP of 10000 states x 1000 actions, 20 sweeps. On one CPU core the njit
 references take about 30 s together (ista 10 s, amo 4.4 s, top-1 3.7 s, wood 2.1 s, the rest under 1.2 s each).
 
 Timings: the njit kernel is called once on a tiny input (loads or compiles it), then timed once at the full size;
@@ -76,7 +78,7 @@ from typing import Any, Callable
 import numpy as np
 
 KERNELS = ["rng", "contraction", "quant", "mnl", "vmf", "hclust", "mmd", "ista", "patch_score", "amo", "pareto",
-           "pointmass", "wl", "makespan", "sketchann", "tanimoto", "springs"]
+           "pointmass", "wl", "makespan", "sketchann", "tanimoto", "springs", "softvi"]
 
 
 @dataclass
@@ -563,6 +565,20 @@ def check_springs(small: bool) -> list[Row]:
     flat = lambda xv: np.concatenate([np.ravel(a) for a in xv])
     return [row("springs", "simulate", f"{n_sims} systems x {n_particles} particles, {steps} leapfrog steps",
                 close(flat(got), flat(ref), 1e-10, 1e-12), "rtol 1e-10 + atol 1e-12", tn, tc)]
+
+
+def check_softvi(small: bool) -> list[Row]:
+    from icml25nb.kernels import softvi as SV
+    S, A = (130, 7) if small else (10_000, 1000)  # small: two blocks of 128 threads, the second mostly idle
+    R, nxt, log_mu = SV._random_mdp(S, A, 17)
+    SV.soft_vi_njit(R[:2], np.minimum(nxt[:2], 1), log_mu, 0.5, 0.95, 1)
+    rows = []
+    for alpha in (0.0, 0.5):  # the standard backup (exact: a max of the same sums) and the soft one
+        ref, tn = time_njit(lambda: SV.soft_vi_njit(R, nxt, log_mu, alpha, 0.95, 20))
+        got, tc = time_cuda(lambda: SV.soft_vi_cuda(R, nxt, log_mu, alpha, 0.95, 20))
+        rows.append(row("softvi", f"soft_vi alpha={alpha}", f"S={S}, A={A}, 20 sweeps",
+                        close(got, ref, 1e-11, 1e-12), "rtol 1e-11 + atol 1e-12", tn, tc))
+    return rows
 
 
 CHECKS: dict[str, Callable[[bool], list[Row]]] = {name: globals()[f"check_{name}"] for name in KERNELS}
