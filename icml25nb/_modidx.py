@@ -653,6 +653,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                   'icml25nb.control.TD3.__init__': ('control.html#td3.__init__', 'icml25nb/control.py'),
                                   'icml25nb.control.TD3._actor_loss': ('control.html#td3._actor_loss', 'icml25nb/control.py'),
                                   'icml25nb.control.TD3._build': ('control.html#td3._build', 'icml25nb/control.py'),
+                                  'icml25nb.control.TD3._delayed_actor_step': ( 'control.html#td3._delayed_actor_step',
+                                                                                'icml25nb/control.py'),
                                   'icml25nb.control.TD3._policy': ('control.html#td3._policy', 'icml25nb/control.py'),
                                   'icml25nb.control.TD3._td_target': ('control.html#td3._td_target', 'icml25nb/control.py'),
                                   'icml25nb.control.TD3.actor_loss': ('control.html#td3.actor_loss', 'icml25nb/control.py'),

@@ -537,7 +537,10 @@ class TD3(Agent):
         critic_loss.backward()
         self.critic_opt.step()
         self.n_updates += 1
-        out = {"critic_loss": critic_loss.item()}
+        return self._delayed_actor_step(obs, act, {"critic_loss": critic_loss.item()})
+
+    def _delayed_actor_step(self, obs, act, out: dict) -> dict:
+        "After a critic step: every `policy_delay`-th update the actor step and both target updates (`out` gains 'actor_loss')."
         if self.n_updates % self.policy_delay == 0:
             _requires_grad(self.critic, False)
             actor_loss = self._actor_loss(obs, act)

@@ -12,8 +12,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from ..control import (TD3BC, ReplayBuffer, _adam, _check_float, _frozen_copy, _requires_grad,
-                              _soft_update, evaluate, make_env, train_offline)
+from ..control import (TD3BC, ReplayBuffer, _adam, _check_float, _frozen_copy, evaluate, make_env,
+                              train_offline)
 from ..control import collect_dataset as _collect
 from ..core import Chapter, Claim, check_int, check_scale, check_seed, make_rng, progress, register
 
@@ -139,18 +139,7 @@ class PARS(TD3BC):
         loss.backward()
         self.critic_opt.step()
         self.n_updates += 1
-        out = {"critic_loss": loss.item(), **parts}
-        if self.n_updates % self.policy_delay == 0:
-            _requires_grad(self.critic, False)
-            actor_loss = self._actor_loss(obs, act)
-            self.actor_opt.zero_grad(set_to_none=True)
-            actor_loss.backward()
-            self.actor_opt.step()
-            _requires_grad(self.critic, True)
-            _soft_update(self.actor_target, self.actor, self.tau)
-            _soft_update(self.critic_target, self.critic, self.tau)
-            out["actor_loss"] = actor_loss.item()
-        return out
+        return self._delayed_actor_step(obs, act, {"critic_loss": loss.item(), **parts})
 
 # %% ../../nbs/rl/01_pars.ipynb #0b29e02c
 def scripted_pointmass(obs: np.ndarray, coverage: float = 0.5) -> np.ndarray:
