@@ -478,8 +478,8 @@ def plots(result: dict) -> dict:
     return {"versaprm": fig}
 
 # %% ../../nbs/safety/01_versaprm.ipynb #479165a1
-_PREREG = ("thresholds 5, -2 and 5 points fixed from the issue before any run; recorded 2026-12-05 with seeds 0-3 "
-           "run before seeds 4-15: versa_helps_off_math 24.7, 26.7, 16.3, 19.3 (control -2.3, -0.7, -6.7, -10.7); no_math_regression 3, 4, -3, -5 (control -29, -31, -27, -25); bon_scales 22.9, 27.5, 18.5, 7.5 (control -1.8, -11.6, -2.5, -8.1)")
+_PREREG = ("thresholds 5 and -2 points from the issue, fixed before any run; 5 points for bon_scales fixed after "
+           "one seed-0 prototype run with other solver settings; recorded 2026-12-05 with seeds 0-3 run before seeds 4-15: versa_helps_off_math 24.7, 26.7, 16.3, 19.3 (control -2.3, -0.7, -6.7, -10.7); no_math_regression 3, 4, -3, -5 (control -29, -31, -27, -25); bon_scales 22.9, 27.5, 18.5, 7.5 (control -1.8, -11.6, -2.5, -8.1)")
 CLAIMS = [
     Claim("versa_helps_off_math", "On the non-math domains (bool, cups, walk), VersaPRM's weighted majority vote gains "
           "at least 5 points over majority voting at N = 16 (mean gain, points)",
