@@ -687,18 +687,22 @@ class SAC(Agent):
         _, _, rew, next_obs, done = self._tensors(batch)
         return self._td_target(rew, next_obs, done, self.log_alpha.detach().exp())
 
+    def _alpha_step(self, logp) -> dict:
+        "If the temperature is tuned: one step of log alpha towards the target entropy ({'alpha_loss': ...}, else {})."
+        if not self.tune_alpha:
+            return {}
+        alpha_loss = -(self.log_alpha * (logp.detach() + self.target_entropy)).mean()
+        self.alpha_opt.zero_grad(set_to_none=True)
+        alpha_loss.backward()
+        self.alpha_opt.step()
+        return {"alpha_loss": alpha_loss.item()}
+
     def update(self, batch: Batch) -> dict:
         "Temperature step (if tuned), soft critic step, actor step, target update."
         obs, act, rew, next_obs, done = self._tensors(batch)
         a_pi, logp = self._sample(obs)
         alpha = self.log_alpha.detach().exp()
-        out = {}
-        if self.tune_alpha:
-            alpha_loss = -(self.log_alpha * (logp.detach() + self.target_entropy)).mean()
-            self.alpha_opt.zero_grad(set_to_none=True)
-            alpha_loss.backward()
-            self.alpha_opt.step()
-            out["alpha_loss"] = alpha_loss.item()
+        out = self._alpha_step(logp)
         y = self._td_target(rew, next_obs, done, alpha)
         critic_loss = 0.5 * (self.critic(obs, act) - y).square().mean(dim=1).sum()
         self.critic_opt.zero_grad(set_to_none=True)

@@ -34,6 +34,13 @@ def _check_pos(name, x, allow_zero=False):
     return float(x)
 
 
+def _check_center(center, width, what="interval"):
+    center = float(center)
+    if not (-1 + width / 2 <= center <= 1 - width / 2):
+        raise ValueError(f"center must keep the {what} inside [-1, 1], got {center}")
+    return center
+
+
 def _check_bifurcation(R_high, R_mid, width):
     R_high, R_mid = _check_pos("R_high", R_high), _check_pos("R_mid", R_mid, True)
     if R_mid >= R_high:
@@ -79,15 +86,13 @@ def bifurcation_mdp(R_high: float, R_mid: float, width: float, n_bins: int = 200
     """The entropy bifurcation as a deterministic tabular MDP with `n_bins` action bins on [-1, 1] (log-measure
     log(2 / n_bins) each). State 0: the start, a < 0 enters the narrow branch (states 1..stages), a >= 0 the wide one
     (states stages+1..2 stages), reward 0. Each narrow stage pays R_high on the bins inside
-    [center - width/2, center + width/2] and 0 elsewhere; each wide stage pays R_mid for every bin. `width * n_bins / 2`
-    bins must tile the interval exactly."""
+    [center - width/2, center + width/2] and 0 elsewhere; each wide stage pays R_mid for every bin. The interval's ends
+    must fall on bin edges (it is a whole number of bins)."""
     R_high, R_mid, width = _check_bifurcation(R_high, R_mid, width)
     n_bins, L = check_int("n_bins", n_bins, 2), check_int("stages", stages, 1)
     if n_bins % 2:
         raise ValueError(f"n_bins must be even (half the bins lead to each branch), got {n_bins}")
-    center = float(center)
-    if not (-1 + width / 2 <= center <= 1 - width / 2):
-        raise ValueError(f"center must keep the interval inside [-1, 1], got {center}")
+    center = _check_center(center, width)
     x = -1 + (np.arange(n_bins) + 0.5) * 2 / n_bins
     edges = np.array([center - width / 2 + 1, center + width / 2 + 1]) * n_bins / 2  # in bin widths from -1
     if np.abs(edges - np.round(edges)).max() > 1e-6:
@@ -160,9 +165,7 @@ class ContinuousBifurcationEnv(gym.Env):
     def __init__(self, R_high: float = 1.0, R_mid: float = 0.5, width: float = 0.2, center: float = 0.0,
                  stages: int = 3):
         self.R_high, self.R_mid, self.width = _check_bifurcation(R_high, R_mid, width)
-        self.center, self.stages = float(center), check_int("stages", stages, 1)
-        if not (-1 + self.width / 2 <= self.center <= 1 - self.width / 2):
-            raise ValueError(f"center must keep the interval inside [-1, 1], got {center}")
+        self.center, self.stages = _check_center(center, self.width), check_int("stages", stages, 1)
         self.observation_space = Box(0.0, 1.0, (4,), np.float32)
         self.action_space = Box(-1.0, 1.0, (1,), np.float32)
         self.branch, self.k = 0, 0
@@ -200,9 +203,7 @@ class PrecisionCorridorEnv(gym.Env):
         self.width = _check_pos("width", width)
         if self.width >= 2:
             raise ValueError(f"width must lie in (0, 2), got {width}")
-        self.center = float(center)
-        if not (-1 + self.width / 2 <= self.center <= 1 - self.width / 2):
-            raise ValueError(f"center must keep the corridor inside [-1, 1], got {center}")
+        self.center = _check_center(center, self.width, "corridor")
         self.reward, self.noise = _check_pos("reward", reward), _check_pos("noise", noise, True)
         self.observation_space = Box(0.0, 1.0, (2,), np.float32)
         self.action_space = Box(-1.0, 1.0, (1,), np.float32)
@@ -284,13 +285,8 @@ class SACAdaEnt(SAC):
         "Temperature step (if tuned), soft and plain critic steps, the actor step on the chosen landscape, targets."
         obs, act, rew, next_obs, done = self._tensors(batch)
         alpha = self.log_alpha.detach().exp()
-        out = {}
         a_pi, logp = self._sample(obs)
-        if self.tune_alpha:
-            alpha_loss = -(self.log_alpha * (logp.detach() + self.target_entropy)).mean()
-            self.alpha_opt.zero_grad(set_to_none=True)
-            alpha_loss.backward()
-            self.alpha_opt.step()
+        out = self._alpha_step(logp)
         with torch.no_grad():  # one a' ~ pi(.|s') for both targets, as in the authors' code
             a2, logp2 = self._sample(next_obs)
             y_soft = rew + self.gamma * (1 - done) * (self.critic_target(next_obs, a2).min(0).values - alpha * logp2)
@@ -386,9 +382,10 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     torch.manual_seed(seed)
     out = {"config": {k: v for k, v in cfg.items()}, "seed": seed}
     # 1. switch points: exact soft value iteration against the closed form, and standard (alpha = 0) iteration
-    rows = []
+    rows, mdps = [], []
     for R_H, R_M, w in cfg["instances"]:
         mdp = bifurcation_mdp(R_H, R_M, w, cfg["n_bins"], stages=cfg["stages"])
+        mdps.append(mdp)
         a_star = alpha_star(R_H, R_M, w)
         vi = switch_point(mdp, a_star / 4, 4 * a_star)
         hard = switch_point(mdp, a_star / 4, 4 * a_star, entropy=False)
@@ -418,7 +415,7 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     mk = lambda alpha: (lambda e: SAC.for_env(e, alpha=alpha, hidden=cfg["hidden"], lr=cfg["lr"], tau=cfg["tau"],
                                               seed=seed))
     start = np.array([1, 0, 0, 0], np.float32)
-    bif = bifurcation_mdp(R_H, R_M, w, cfg["n_bins"], stages=L)
+    bif = mdps[0]  # the continuous bifurcation's instance, discretised
     out["p_wide_exact_2x"], out["p_wide_exact_half"] = p_wide(bif, 2 * a_star), p_wide(bif, a_star / 2)
     out["p_wide_standard"] = p_wide(bif, 2 * a_star, entropy=False)  # the alpha = 0 optimum: no entropy term
     agent = _train(mk(2 * a_star), ContinuousBifurcationEnv(R_H, R_M, w, stages=L), cfg, seed, "bifurcation SAC",
