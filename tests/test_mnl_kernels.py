@@ -302,6 +302,64 @@ def test_sample_choice_is_the_inverse_cdf():
     assert mnl.sample_choice(XS, theta, [0.0])[0] == -1 and mnl.sample_choice(XS, theta, [1 - 1e-16])[0] == 2
 
 
+def test_sample_choice_matches_its_reference():
+    rng = np.random.default_rng(16)
+    for R, k, d in ((50, 1, 3), (200, 4, 5), (100, 10, 20)):
+        XS, theta = _contexts(rng, (R, k), d) * 3.0, rng.standard_normal((R, d))
+        u = rng.random(R)
+        assert np.array_equal(mnl.sample_choice(XS, theta, u), mnl.sample_choice_ref(XS, theta, u))
+    with pytest.raises(ValueError, match="XS must be"):
+        mnl.sample_choice(np.zeros((2, 3)), np.zeros((2, 3)), [0.5, 0.5])
+
+
+def test_bandit_round_is_the_kernels_in_turn():
+    # the fused round does the arithmetic of optimistic_scores, top_k and confidence_update bit for bit
+    rng = np.random.default_rng(17)
+    for R, N, d, K, B in ((3, 12, 4, 3, 0.5), (5, 150, 7, 10, np.inf), (2, 300, 20, 16, 1.0)):
+        theta_star = rng.standard_normal((R, d))
+        state = [np.zeros((R, d)), np.broadcast_to(2 * np.eye(d), (R, d, d)).copy(),
+                 np.broadcast_to(0.5 * np.eye(d), (R, d, d)).copy()]
+        fused = [a.copy() for a in state]
+        beta = rng.random(R) + 0.5
+        for t in range(8):
+            X, u = _contexts(rng, (R, N), d), rng.random(R)
+            th, H, Hinv = state
+            idx = mnl.top_k(mnl.optimistic_scores(X, th, Hinv, beta), K)
+            XS = np.take_along_axis(X, idx[..., None], axis=1)
+            choice = mnl.sample_choice(XS, theta_star, u)
+            mnl.confidence_update(th, H, Hinv, XS, K, choice, 2.0, B)
+            idx2, choice2 = mnl.bandit_round(X, *fused, K, beta, 2.0, B,
+                                             lambda XS: mnl.sample_choice(XS, theta_star, u))
+            assert np.array_equal(idx2, idx) and np.array_equal(choice2, choice)
+            for a, b in zip(fused, state):
+                assert np.array_equal(a, b)
+
+
+def test_bandit_round_bad_input():
+    rng = np.random.default_rng(18)
+    R, N, d = 2, 6, 3
+    X, th = _contexts(rng, (R, N), d), np.zeros((R, d))
+    H, Hinv = np.broadcast_to(np.eye(d), (R, d, d)).copy(), np.broadcast_to(np.eye(d), (R, d, d)).copy()
+    ok = lambda XS: np.zeros(R, np.int64)  # noqa: E731
+    with pytest.raises(ValueError, match="K must lie"):
+        mnl.bandit_round(X, th, H, Hinv, N + 1, 1.0, 1.0, 1.0, ok)
+    with pytest.raises(ValueError, match="choice must be -1"):
+        mnl.bandit_round(X, th, H, Hinv, 2, 1.0, 1.0, 1.0, lambda XS: np.array([0, 2]))
+    assert (th == 0.0).all() and np.array_equal(H, np.broadcast_to(np.eye(d), (R, d, d)))  # untouched
+    with pytest.raises(ValueError, match="eta must be finite"):
+        mnl.bandit_round(X, th, H, Hinv, 2, 1.0, 0.0, 1.0, ok)
+    bad = H.copy()
+    bad[1, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="H must be finite"):
+        mnl.bandit_round(X, th, bad, Hinv, 2, 1.0, 1.0, 1.0, ok)
+    Xn = X.copy()
+    Xn[0, 3, 1] = np.inf
+    with pytest.raises(ValueError, match="must be finite"):
+        mnl.bandit_round(Xn, th, H, Hinv, 2, 1.0, 1.0, 1.0, ok)
+    with pytest.raises(ValueError, match="theta must be a float64"):
+        mnl.bandit_round(X, th.astype(np.float32), H, Hinv, 2, 1.0, 1.0, 1.0, ok)
+
+
 def test_three_round_implementations_agree():
     rng = np.random.default_rng(14)
     R, N, d, K, T = 3, 12, 4, 3, 6
