@@ -92,7 +92,9 @@ def _per_replica(x, name: str, R: int, dtype) -> np.ndarray:
     if isinstance(x, np.ndarray) and x.dtype == dtype and x.shape == (R,) and x.flags.c_contiguous:
         return x  # the common case, without conversions
     if (type(x) is float and dtype is np.float64) or (type(x) is int and -2**63 <= x < 2**63):
-        return np.full(R, x, dtype=dtype)  # a Python scalar (bool excluded: its type is bool)
+        a = np.empty(R, dtype=dtype)  # a Python scalar (bool excluded: its type is bool); faster than np.full
+        a.fill(x)
+        return a
     a = np.asarray(x)
     if dtype is np.int64 and a.dtype.kind not in "iu":
         raise ValueError(f"{name} must hold integers, got dtype {a.dtype}")
@@ -203,7 +205,9 @@ def _check_score_args(X, theta, Hinv, beta, out):
     if Hinv.shape != (R, d, d):
         raise ValueError(f"Hinv must have shape {(R, d, d)} to match X {X.shape}, got {Hinv.shape}")
     beta = _per_replica(beta, "beta", R, np.float64)
-    X, theta, Hinv = (np.ascontiguousarray(a, dtype=np.float64) for a in (X, theta, Hinv))
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    theta = np.ascontiguousarray(theta, dtype=np.float64)
+    Hinv = np.ascontiguousarray(Hinv, dtype=np.float64)
     if out is None:
         out = np.empty((R, N), dtype=np.float64)
     elif not isinstance(out, np.ndarray) or out.dtype != np.float64 or out.shape != (R, N) \
@@ -739,8 +743,9 @@ def _update_core(theta, H, Hinv, XS, n_offered, choice, eta, B, p, Ut, W, C, L, 
 _scratch_local = threading.local()
 
 
-def _scratch(key: str, shapes: tuple) -> list:
-    """float64 arrays of `shapes`, kept per Python thread under `key` and handed out again while the shapes match.
+def _scratch(key: str, size: tuple, shapes) -> list:
+    """float64 arrays of the shapes `shapes()` returns, kept per Python thread under `key` and handed out again
+    while `size` (the numbers the shapes are made of) is the same.
 
     The kernels only write scratch before they read it, so its contents do not matter. Reuse matters for speed:
     freed blocks of a few 10 kB go back to the system, and fresh pages cost a page fault each on first touch
@@ -748,16 +753,16 @@ def _scratch(key: str, shapes: tuple) -> list:
     cache = getattr(_scratch_local, "cache", None)
     if cache is None:
         cache = _scratch_local.cache = {}
-    arrays = cache.get(key)
-    if arrays is None or tuple(a.shape for a in arrays) != shapes:
-        arrays = cache[key] = [np.empty(s) for s in shapes]
-    return arrays
+    kept = cache.get(key)
+    if kept is None or kept[0] != size:
+        kept = cache[key] = (size, [np.empty(s) for s in shapes()])
+    return kept[1]
 
 
 def _update_scratch(R: int, m: int, d: int) -> list:
     "Scratch of one update call: p (R, m), Ut, W (R, m, d), C, L (R, m, m), vec (R, 7, d), Ht, Lf (R, d, d), flag."
-    return _scratch("update", ((R, m), (R, m, d), (R, m, d), (R, m, m), (R, m, m), (R, _N_VEC, d), (R, d, d),
-                               (R, d, d), (R, 1)))
+    return _scratch("update", (R, m, d), lambda: ((R, m), (R, m, d), (R, m, d), (R, m, m), (R, m, m), (R, _N_VEC, d),
+                                                  (R, d, d), (R, d, d), (R, 1)))
 
 
 def _contiguous_views(*arrays):
@@ -1048,15 +1053,20 @@ def bandit_round(X, theta, H, Hinv, K, beta, eta, B, respond):
         if a.shape != (R, d, d):
             raise ValueError(f"{name} must have shape {(R, d, d)} to match theta {theta.shape}, got {a.shape}")
     idx, XS = np.empty((R, K), np.int64), np.empty((R, K, d))
-    XH, = _scratch("scores", ((R, min(N, _SCORE_ROWS), d),))
-    with _blas_threads(R, min(N, _SCORE_ROWS) * d * d):
+    rows, m = min(N, _SCORE_ROWS), K + 1
+    XH, *scratch = _scratch("round", (R, rows, m, d), lambda: ((R, rows, d), (R, m), (R, m, d), (R, m, d), (R, m, m),
+                                                               (R, m, m), (R, _N_VEC, d), (R, d, d), (R, d, d), (R, 1)))
+    if rows * d * d < _BLAS_THREADED_WORK:
         n_bad = _select_core(X, th, Hi, beta, K, XH, scores, idx, XS)
+    else:
+        with _blas_limit(R):
+            n_bad = _select_core(X, th, Hi, beta, K, XH, scores, idx, XS)
     if n_bad:
         _check_scores_finite(scores)
     choice = _per_replica(respond(XS), "choice", R, np.int64)
     eta, B = _per_replica(eta, "eta", R, np.float64), _per_replica(B, "B", R, np.float64)
     t, h, hi = _contiguous_views(theta, H, Hinv)
-    code, r = _round_update_core(t, h, hi, XS, choice, eta, B, *_update_scratch(R, K + 1, d))
+    code, r = _round_update_core(t, h, hi, XS, choice, eta, B, *scratch)
     if code:
         raise ValueError(_UPDATE_ERRORS[code].format(r=r, Kmax=K, k=K, c=choice[r]))
     for dst, src in ((theta, t), (H, h), (Hinv, hi)):
