@@ -59,7 +59,8 @@ __all__ = [
     "optimistic_scores_ref", "confidence_update_ref", "refactorize_ref",
     "optimistic_scores", "confidence_update", "refactorize",
     "optimistic_scores_cuda", "confidence_update_cuda", "refactorize_cuda",
-    "top_k", "sample_choice_ref", "sample_choice", "bandit_round", "straightforward_round_numpy", "lean_round_numpy", "benchmark",
+    "top_k", "sample_choice_ref", "sample_choice", "bandit_round", "straightforward_round_numpy", "lean_round_numpy",
+    "benchmark",
 ]
 
 MAX_D = 32  # largest d of the CUDA update and refactorize kernels (their scratch lives in shared memory)
@@ -1023,7 +1024,7 @@ def _select_core(X, theta, Hinv, beta, K, XH, scores, idx, XS):
 
 @njit(parallel=True, cache=True, fastmath=_FASTMATH)
 def _round_update_core(theta, H, Hinv, XS, choice, eta, B, p, Ut, W, C, L, vec, Ht, Lf, flag):
-    # the checks of _check_update_args that the round's own arrays do not already pass, then _update_core's loop
+    # the value checks of _check_update_args (one serial pass; nothing is written if one fails), then the update
     R, Kmax, d = XS.shape
     n_offered = np.full(R, Kmax, np.int64)
     code, bad = _scan_update_args(theta, H, Hinv, XS, n_offered, choice, eta, B)
