@@ -729,6 +729,81 @@ one frame). With `has_p` False the
 
 
 @njit(cache=True)
+def _dense_single_merge(F, k, RU, boost, t, key, counter, C, amap):
+    """`_dense_contract` of a copy of the frame F[:k, :k] to k - 1 supernodes, for a frame without predicted weight,
+    written straight into C[:k-1, :k-1] instead of copying F and merging in place: the same draws (RU holds F's row
+    sums in column order) and the same floats (a merged entry is F[i, c] + F[j, c], the last supernode moves to slot j,
+    every entry is read from F at the index the in-place merge would leave there). amap (length k) gets the map of
+    F's indices to C's. Returns (k - 1, counter), or (k, counter) where `_dense_contract` stops without a merge."""
+    for e in range(k):
+        amap[e] = e
+    if k > t:
+        if math.isinf(boost):
+            tot = 0.0
+            for r in range(k):
+                tot += RU[r]
+            if not tot > 0:
+                return k, counter  # every rate is the (zero) predicted weight's
+            scale = 1.0
+        else:
+            scale = boost
+    else:
+        scale = 1.0
+    total = 0.0
+    for r in range(k):
+        total += scale * RU[r]
+    if not (total > 0.0):
+        return k, counter
+    x = rng.uniform(key, counter) * total
+    counter += np.uint64(1)
+    i = 0
+    acc = 0.0
+    for r in range(k):
+        acc += scale * RU[r]
+        i = r
+        if acc > x:
+            break
+    x = rng.uniform(key, counter) * (scale * RU[i])
+    counter += np.uint64(1)
+    j = -1
+    acc = 0.0
+    for c in range(k):
+        wgt = scale * F[i, c]
+        if wgt > 0.0:
+            j = c
+            acc += wgt
+            if acc > x:
+                break
+    if j < 0 or j == i:
+        return k, counter
+    last = k - 1
+    k1 = k - 1
+    ms = j if i == last else i  # the merged supernode's slot in C
+    for x_ in range(k1):  # rows as they are in F, the last supernode's in slot j
+        px = last if x_ == j else x_
+        for y in range(k1):
+            C[x_, y] = F[px, y]
+        if j != last:
+            C[x_, j] = F[px, last]
+    for y in range(k1):  # the merged row, then its column
+        py = last if y == j else y
+        C[ms, y] = F[i, py] + F[j, py]
+    C[ms, ms] = 0.0
+    for x_ in range(k1):
+        C[x_, ms] = C[ms, x_]
+    amap[j] = i
+    if j != last:
+        for e in range(k):
+            if amap[e] == last:
+                amap[e] = j
+    return k1, counter
+
+
+# _CUT_BITS[a, b, m] = 1.0 if the bit mask m (supernode a is on side 1 iff bit a is set) separates a from b, else 0.0
+_CUT_BITS = np.array([[[float(((m >> a) ^ (m >> b)) & 1) for m in range(32)] for b in range(6)] for a in range(6)])
+
+
+@njit(cache=True)
 def _dense_small_cut(k, U, P, has_p, V):
     """Exact minimum cut of a dense frame with k <= 6 supernodes: (value, bit mask of one side over the supernodes,
     the first minimal mask). V (length >= 32) is a workspace of cut values, one per mask, built pair by pair so that
@@ -741,8 +816,9 @@ def _dense_small_cut(k, U, P, has_p, V):
     for a in range(k):
         for b in range(a + 1, k):
             wgt = (U[a, b] + P[a, b]) if has_p else U[a, b]
+            cut = _CUT_BITS[a, b]  # the 0.0 / 1.0 factors from a table: no integer work per mask
             for m in range(1, nm):
-                V[m] += wgt * float(((m >> a) ^ (m >> b)) & 1)
+                V[m] += wgt * cut[m]
     best, best_mask = math.inf, 1
     for m in range(1, nm):
         if V[m] < best:
@@ -814,9 +890,12 @@ def _dense_subtree(k0, s, d, u, p, boost, t, key, counter, WU, WP, AM, PR):
     RP = np.zeros(k0)
     V = np.empty(32)
     best, best_sub = math.inf, np.zeros(k0, np.bool_)
-    stack = [(0, 0, k0)]
-    while len(stack) > 0:
-        lv, rp, kk = stack.pop()
+    stack = np.empty((2 * WU.shape[0] + 2, 3), np.int64)  # (level, branch, k): at most two frames per level wait
+    stack[0, 0], stack[0, 1], stack[0, 2] = 0, 0, k0
+    top = 1
+    while top > 0:
+        top -= 1
+        lv, rp, kk = stack[top, 0], stack[top, 1], stack[top, 2]
         Uf, Pf = WU[lv, rp], WP[lv, rp]
         if kk <= 6:
             val, mask = _dense_small_cut(kk, Uf, Pf, has_p, V) if kk >= 2 else (0.0, (1 << kk) - 1)
@@ -827,10 +906,20 @@ def _dense_subtree(k0, s, d, u, p, boost, t, key, counter, WU, WP, AM, PR):
                     best_sub[e] = ((mask >> lab[e]) & 1) == 1
             continue
         target = _ks_target(kk)
+        single = not has_p and target == kk - 1
+        if single:  # row sums in column order, as _dense_contract would take them; no copy
+            for a in range(kk):
+                su = 0.0
+                for b in range(kk):
+                    su += Uf[a, b]
+                RU[a] = su
         for rep in range(2):
             U2, P2 = WU[lv + 1, rep], WP[lv + 1, rep]
             amap2 = AM[lv + 1, rep, :kk]
-            if rep == 0:  # copy, and sum each row in column order as _dense_contract would
+            if single:
+                PR[lv + 1, rep] = rp
+                k2, counter = _dense_single_merge(Uf, kk, RU, boost, t, key, counter, U2, amap2)
+            elif rep == 0:  # copy, and sum each row in column order as _dense_contract would
                 for a in range(kk):
                     su = 0.0
                     for b in range(kk):
@@ -852,12 +941,13 @@ def _dense_subtree(k0, s, d, u, p, boost, t, key, counter, WU, WP, AM, PR):
                     for a in range(kk):
                         for b in range(kk):
                             P2[a, b] = Pf[a, b]
-            for e in range(kk):
-                amap2[e] = e
-                DU[e] = RU[e]
-                DP[e] = RP[e]
-            PR[lv + 1, rep] = rp
-            k2, counter = _dense_contract(U2, P2, kk, target, boost, t, key, counter, amap2, DU, DP, has_p, True)
+            if not single:
+                for e in range(kk):
+                    amap2[e] = e
+                    DU[e] = RU[e]
+                    DP[e] = RP[e]
+                PR[lv + 1, rep] = rp
+                k2, counter = _dense_contract(U2, P2, kk, target, boost, t, key, counter, amap2, DU, DP, has_p, True)
             if k2 > target:  # no crossing edge has a rate: this frame splits at cost 0, nothing can beat that
                 if 0.0 < best:
                     best = 0.0
@@ -865,7 +955,8 @@ def _dense_subtree(k0, s, d, u, p, boost, t, key, counter, WU, WP, AM, PR):
                     for e in range(k0):
                         best_sub[e] = lab[e] == lab[0]
                 return best, best_sub, counter
-            stack.append((lv + 1, rep, k2))
+            stack[top, 0], stack[top, 1], stack[top, 2] = lv + 1, rep, k2
+            top += 1
     return best, best_sub, counter
 
 
