@@ -695,11 +695,16 @@ one frame). With `has_p` False the
                 U[c, i] = U[i, c]
                 P[c, i] = P[i, c]
             DU[i], DP[i] = _row_sums(U, P, i, k)
-        for e in range(amap.shape[0]):
-            if amap[e] == j:
-                amap[e] = i
-        # fill slot j with the last supernode
+        # fill slot j with the last supernode; amap: entries of j go to i, then (if j != last) those of last to j,
+        # in one pass
         last = k - 1
+        for e in range(amap.shape[0]):
+            v = amap[e]
+            if v == j:
+                v = i
+            if v == last and j != last:
+                v = j
+            amap[e] = v
         if j != last:
             for c in range(k):
                 U[j, c] = U[last, c]
@@ -714,17 +719,7 @@ one frame). With `has_p` False the
                     P[c, j] = P[j, c]
                 P[j, j] = 0.0
                 DP[j] = DP[last]
-            for e in range(amap.shape[0]):
-                if amap[e] == last:
-                    amap[e] = j
-        for c in range(k):  # the removed column no longer counts
-            U[last, c] = 0.0
-            U[c, last] = 0.0
-        if has_p:
-            for c in range(k):
-                P[last, c] = 0.0
-                P[c, last] = 0.0
-        k -= 1
+        k -= 1  # row and column `last` are left as they are: nothing reads beyond [:k, :k] from here on
     return k, counter
 
 
