@@ -578,6 +578,39 @@ def _row_sums(U, P, i, k):
 
 
 @njit(cache=True)
+def _draw_plain_edge(U, DU, k, scale, key, counter):
+    """Karger's matrix draw in a frame without predicted weight, rates scale * U: a row with probability proportional
+    to scale * DU[row], then a column proportional to scale * U[row, column]. Returns (i, j, counter); j < 0 or
+    j == i when nothing can be drawn (i = -1: no rate at all, and no uniform was used)."""
+    total = 0.0
+    for r in range(k):
+        total += scale * DU[r]
+    if not (total > 0.0):
+        return -1, -1, counter
+    x = rng.uniform(key, counter) * total
+    counter += np.uint64(1)
+    i = 0
+    acc = 0.0
+    for r in range(k):
+        acc += scale * DU[r]
+        i = r
+        if acc > x:
+            break
+    x = rng.uniform(key, counter) * (scale * DU[i])
+    counter += np.uint64(1)
+    j = -1
+    acc = 0.0
+    for c in range(k):
+        wgt = scale * U[i, c]
+        if wgt > 0.0:
+            j = c
+            acc += wgt
+            if acc > x:
+                break
+    return i, j, counter
+
+
+@njit(cache=True)
 def _dense_contract(U, P, k, target, boost, t, key, counter, amap, DU, DP, has_p, sums_ready=False):
     """Contract the dense frame held in U[:k, :k], P[:k, :k] (unpredicted / predicted weights, symmetric, zero
     diagonal) in place to `target` supernodes by Karger's matrix method: a row with probability proportional to its
@@ -614,34 +647,9 @@ one frame). With `has_p` False the
             if mode == 1:
                 break  # every rate is P's, and P is zero
             # the rate is scale * U (1.0 * x == x), the same float as boost * U + 0.0 or U + 0.0
-            scale = boost if mode == 2 else 1.0
-            total = 0.0
-            for r in range(k):
-                total += scale * DU[r]
-            if not (total > 0.0):
-                break
-            x = rng.uniform(key, counter) * total
-            counter += np.uint64(1)
-            i = 0
-            acc = 0.0
-            for r in range(k):
-                acc += scale * DU[r]
-                i = r
-                if acc > x:
-                    break
-            x = rng.uniform(key, counter) * (scale * DU[i])
-            counter += np.uint64(1)
-            j = -1
-            acc = 0.0
-            for c in range(k):
-                wgt = scale * U[i, c]
-                if wgt > 0.0:
-                    j = c
-                    acc += wgt
-                    if acc > x:
-                        break
+            i, j, counter = _draw_plain_edge(U, DU, k, boost if mode == 2 else 1.0, key, counter)
             if j < 0 or j == i:
-                break  # numerically empty row: nothing left to contract here
+                break  # no rate, or a numerically empty row: nothing left to contract here
             for c in range(k):  # merge j into i
                 U[i, c] += U[j, c]
             U[i, i] = 0.0
@@ -744,31 +752,7 @@ def _dense_single_merge(F, k, RU, boost, t, key, counter, C, amap):
             scale = boost
     else:
         scale = 1.0
-    total = 0.0
-    for r in range(k):
-        total += scale * RU[r]
-    if not (total > 0.0):
-        return k, counter
-    x = rng.uniform(key, counter) * total
-    counter += np.uint64(1)
-    i = 0
-    acc = 0.0
-    for r in range(k):
-        acc += scale * RU[r]
-        i = r
-        if acc > x:
-            break
-    x = rng.uniform(key, counter) * (scale * RU[i])
-    counter += np.uint64(1)
-    j = -1
-    acc = 0.0
-    for c in range(k):
-        wgt = scale * F[i, c]
-        if wgt > 0.0:
-            j = c
-            acc += wgt
-            if acc > x:
-                break
+    i, j, counter = _draw_plain_edge(F, RU, k, scale, key, counter)
     if j < 0 or j == i:
         return k, counter
     last = k - 1

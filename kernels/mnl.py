@@ -662,22 +662,27 @@ _cuda_update_one, _cuda_inverse_spd, _cuda_score_one = _build(lambda f: cuda.jit
 _SCORE_ROWS = 128  # rows of X per BLAS call: the block of X Hinv stays in cache for the row reductions
 
 
+@njit(cache=True, fastmath=_FASTMATH)
+def _score_rows(x, theta, Hinv, beta, out, xh):
+    # scores of the rows of x (N, d) for one replica, blocks of _SCORE_ROWS rows through BLAS (xh: the block's X Hinv)
+    N, d = x.shape
+    for i0 in range(0, N, _SCORE_ROWS):
+        i1 = min(N, i0 + _SCORE_ROWS)
+        np.dot(x[i0:i1], Hinv, xh[:i1 - i0])  # BLAS: the O(N d^2) part
+        for n in range(i0, i1):
+            lin = 0.0
+            quad = 0.0
+            for a in range(d):
+                v = x[n, a]
+                lin += v * theta[a]
+                quad += v * xh[n - i0, a]
+            out[n] = lin + beta * math.sqrt(0.0 if quad < 0.0 else quad)  # NaN passes
+
+
 @njit(parallel=True, cache=True, fastmath=_FASTMATH)
 def _scores_core(X, theta, Hinv, beta, out, XH):
-    R, N, d = X.shape
-    for r in prange(R):
-        xh = XH[r]
-        for i0 in range(0, N, _SCORE_ROWS):
-            i1 = min(N, i0 + _SCORE_ROWS)
-            np.dot(X[r, i0:i1], Hinv[r], xh[:i1 - i0])  # BLAS: the O(N d^2) part
-            for n in range(i0, i1):
-                lin = 0.0
-                quad = 0.0
-                for a in range(d):
-                    x = X[r, n, a]
-                    lin += x * theta[r, a]
-                    quad += x * xh[n - i0, a]
-                out[r, n] = lin + beta[r] * math.sqrt(0.0 if quad < 0.0 else quad)  # NaN passes
+    for r in prange(X.shape[0]):
+        _score_rows(X[r], theta[r], Hinv[r], beta[r], out[r], XH[r])
 
 
 _BLAS_THREADED_WORK = 262144  # OpenBLAS runs a gemm m x n x k on one thread below m n k = 65536 * 4
@@ -884,24 +889,30 @@ def refactorize_cuda(H, Hinv, threads_per_block: int = 32) -> None:
 
 # --- Full bandit rounds: the kernels and two NumPy baselines ------------------------------------------------
 
+@njit(cache=True)
+def _top_k_row(s, K, out):
+    # indices of the K largest of s into out: insertion into a sorted buffer of K, O(N K); a later index goes after
+    # equal scores
+    vals = np.empty(K)
+    n = 0
+    for i in range(s.shape[0]):
+        v = s[i]
+        if n == K and not v > vals[K - 1]:
+            continue
+        p = n if n < K else K - 1
+        while p > 0 and vals[p - 1] < v:
+            if p < K:
+                vals[p], out[p] = vals[p - 1], out[p - 1]
+            p -= 1
+        vals[p], out[p] = v, i
+        if n < K:
+            n += 1
+
+
 @njit(parallel=True, cache=True)
 def _top_k_core(s, K, out):
-    # one row per replica: insertion into a sorted buffer of K, O(N K); a later index goes after equal scores
-    for row in prange(s.shape[0]):
-        vals = np.empty(K)
-        n = 0
-        for i in range(s.shape[1]):
-            v = s[row, i]
-            if n == K and not v > vals[K - 1]:
-                continue
-            p = n if n < K else K - 1
-            while p > 0 and vals[p - 1] < v:
-                if p < K:
-                    vals[p], out[row, p] = vals[p - 1], out[row, p - 1]
-                p -= 1
-            vals[p], out[row, p] = v, i
-            if n < K:
-                n += 1
+    for row in prange(s.shape[0]):  # one row per replica
+        _top_k_row(s[row], K, out[row])
 
 
 def top_k(scores, K: int) -> np.ndarray:
@@ -978,44 +989,20 @@ def _as_rows(x, R):
 
 @njit(parallel=True, cache=True, fastmath=_FASTMATH)
 def _select_core(X, theta, Hinv, beta, K, XH, scores, idx, XS):
-    # per replica, in one parallel call: the scores exactly as _scores_core computes them, their top K exactly as
-    # _top_k_core picks them, and the offered rows XS[r] = X[r, idx[r]]; returns the number of replicas with a
-    # score that is inf or NaN (their idx and XS are not written)
+    # per replica, in one parallel call: the scores as _scores_core computes them, their top K as _top_k_core picks
+    # them, and the offered rows XS[r] = X[r, idx[r]]; returns the number of replicas with a score that is inf or NaN
+    # (their idx and XS are not written)
     R, N, d = X.shape
     n_bad = 0
     for r in prange(R):
-        xh = XH[r]
-        for i0 in range(0, N, _SCORE_ROWS):
-            i1 = min(N, i0 + _SCORE_ROWS)
-            np.dot(X[r, i0:i1], Hinv[r], xh[:i1 - i0])
-            for n in range(i0, i1):
-                lin = 0.0
-                quad = 0.0
-                for a in range(d):
-                    x = X[r, n, a]
-                    lin += x * theta[r, a]
-                    quad += x * xh[n - i0, a]
-                scores[r, n] = lin + beta[r] * math.sqrt(0.0 if quad < 0.0 else quad)
+        _score_rows(X[r], theta[r], Hinv[r], beta[r], scores[r], XH[r])
         ok = 1
         for n in range(N):
             if not (scores[r, n] * 0.0 == 0.0):
                 ok = 0
         n_bad += 1 - ok
         if ok:
-            vals = np.empty(K)
-            c = 0
-            for i in range(N):
-                v = scores[r, i]
-                if c == K and not v > vals[K - 1]:
-                    continue
-                p = c if c < K else K - 1
-                while p > 0 and vals[p - 1] < v:
-                    if p < K:
-                        vals[p], idx[r, p] = vals[p - 1], idx[r, p - 1]
-                    p -= 1
-                vals[p], idx[r, p] = v, i
-                if c < K:
-                    c += 1
+            _top_k_row(scores[r], K, idx[r])
             for j in range(K):
                 for a in range(d):
                     XS[r, j, a] = X[r, idx[r, j], a]
