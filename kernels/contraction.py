@@ -577,7 +577,7 @@ def _row_sums(U, P, i, k):
     return su, sp
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _draw_plain_edge(U, DU, k, scale, key, counter):
     """Karger's matrix draw in a frame without predicted weight, rates scale * U: a row with probability proportional
     to scale * DU[row], then a column proportional to scale * U[row, column]. Returns (i, j, counter); j < 0 or
