@@ -160,14 +160,9 @@ _UPDATE_ERRORS = {
 }
 
 
-def _check_update_args(theta, H, Hinv, XS, n_offered, choice, eta, B):
-    """Check the arguments of a confidence update; return (theta, H, Hinv, XS, n_offered, choice, eta, B).
-
-    theta (R, d), H and Hinv (R, d, d) are float64 arrays updated in place; XS (R, Kmax, d) real; n_offered (R,)
-    integers in [1, Kmax]; choice (R,) integers in [-1, n_offered); eta (R,) finite > 0; B (R,) > 0 (inf: no
-    projection). eta and B may be scalars. Rows of XS at or beyond n_offered are ignored (they may hold anything).
-    """
-    theta = _inplace_array(theta, "theta", 2)
+def _check_state(theta, H, Hinv) -> tuple:
+    "(R, d) of the state an update writes in place: theta (R, d >= 1), H and Hinv (R, d, d), float64 and writeable."
+    _inplace_array(theta, "theta", 2)
     R, d = theta.shape
     if d < 1:
         raise ValueError(f"theta must have d >= 1 columns, got shape {theta.shape}")
@@ -175,6 +170,17 @@ def _check_update_args(theta, H, Hinv, XS, n_offered, choice, eta, B):
         _inplace_array(a, name, 3)
         if a.shape != (R, d, d):
             raise ValueError(f"{name} must have shape {(R, d, d)} to match theta {theta.shape}, got {a.shape}")
+    return R, d
+
+
+def _check_update_args(theta, H, Hinv, XS, n_offered, choice, eta, B):
+    """Check the arguments of a confidence update; return (theta, H, Hinv, XS, n_offered, choice, eta, B).
+
+    theta (R, d), H and Hinv (R, d, d) are float64 arrays updated in place; XS (R, Kmax, d) real; n_offered (R,)
+    integers in [1, Kmax]; choice (R,) integers in [-1, n_offered); eta (R,) finite > 0; B (R,) > 0 (inf: no
+    projection). eta and B may be scalars. Rows of XS at or beyond n_offered are ignored (they may hold anything).
+    """
+    R, d = _check_state(theta, H, Hinv)
     XS = np.asarray(XS)
     if XS.dtype.kind not in "iuf":
         raise ValueError(f"XS must hold real numbers, got dtype {XS.dtype}")
@@ -1009,17 +1015,15 @@ def _select_core(X, theta, Hinv, beta, K, XH, scores, idx, XS):
     return n_bad
 
 
-@njit(parallel=True, cache=True, fastmath=_FASTMATH)
+@njit(cache=True)
 def _round_update_core(theta, H, Hinv, XS, choice, eta, B, p, Ut, W, C, L, vec, Ht, Lf, flag):
-    # the value checks of _check_update_args (one serial pass; nothing is written if one fails), then the update
-    R, Kmax, d = XS.shape
-    n_offered = np.full(R, Kmax, np.int64)
+    # the value checks of _check_update_args (one serial pass; nothing is written if one fails), then _update_core,
+    # in one call from Python
+    n_offered = np.full(XS.shape[0], XS.shape[1], np.int64)
     code, bad = _scan_update_args(theta, H, Hinv, XS, n_offered, choice, eta, B)
     if code:
         return code, bad
-    for r in prange(R):
-        _update_one(theta[r], H[r], Hinv[r], XS[r], Kmax, choice[r], eta[r], B[r], p[r], Ut[r], W[r], C[r], L[r],
-                    vec[r], Ht[r], Lf[r], flag[r], 0, 1)
+    _update_core(theta, H, Hinv, XS, n_offered, choice, eta, B, p, Ut, W, C, L, vec, Ht, Lf, flag)
     return 0, -1
 
 
@@ -1035,20 +1039,13 @@ def bandit_round(X, theta, H, Hinv, K, beta, eta, B, respond):
     R, N, d = X.shape
     if not 1 <= K <= N:
         raise ValueError(f"K must lie in [1, N={N}], got {K}")
-    theta = _inplace_array(theta, "theta", 2)
-    for name, a in (("H", H), ("Hinv", Hinv)):
-        _inplace_array(a, name, 3)
-        if a.shape != (R, d, d):
-            raise ValueError(f"{name} must have shape {(R, d, d)} to match theta {theta.shape}, got {a.shape}")
+    _check_state(theta, H, Hinv)
     idx, XS = np.empty((R, K), np.int64), np.empty((R, K, d))
     rows, m = min(N, _SCORE_ROWS), K + 1
     XH, *scratch = _scratch("round", (R, rows, m, d), lambda: ((R, rows, d), (R, m), (R, m, d), (R, m, d), (R, m, m),
                                                                (R, m, m), (R, _N_VEC, d), (R, d, d), (R, d, d), (R, 1)))
-    if rows * d * d < _BLAS_THREADED_WORK:
+    with _blas_threads(R, rows * d * d):
         n_bad = _select_core(X, th, Hi, beta, K, XH, scores, idx, XS)
-    else:
-        with _blas_limit(R):
-            n_bad = _select_core(X, th, Hi, beta, K, XH, scores, idx, XS)
     if n_bad:
         _check_scores_finite(scores)
     choice = _per_replica(respond(XS), "choice", R, np.int64)
