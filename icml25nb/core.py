@@ -12,6 +12,7 @@ import operator
 import os
 import pkgutil
 import random
+import re
 from dataclasses import dataclass, field, asdict, is_dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -19,13 +20,15 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 # %% auto #0
-__all__ = ['SCALES', 'OPS', 'KINDS', 'SOURCES', 'PARTS', 'LEVELS', 'check_scale', 'check_seed', 'check_int', 'check_finite',
-           'check_positive', 'make_rng', 'seed_everything', 'in_test', 'progress_enabled', 'PlainProgress', 'progress',
-           'Claim', 'ClaimResult', 'evaluate_claim', 'evaluate_claims', 'all_passed', 'contract_problems',
-           'contract_holds', 'claims_table', 'claims_summary', 'claims_report_text', 'show_claims', 'Chapter',
-           'register', 'chapters', 'get_chapter', 'run_chapter', 'claim_status', 'claim_discriminates', 'repo_root',
-           'sweep_path', 'load_sweep', 'sweep_disagreements', 'assert_sweep_agrees', 'to_jsonable', 'save_result',
-           'save_figures', 'convergence_plot']
+__all__ = ['SCALES', 'OPS', 'KINDS', 'SOURCES', 'TESTS', 'STATUSES', 'PARTS', 'LEVELS', 'CLAIM_STATUSES', 'check_scale',
+           'check_seed', 'check_int', 'check_finite', 'check_positive', 'make_rng', 'seed_everything', 'in_test',
+           'progress_enabled', 'PlainProgress', 'progress', 'Claim', 'ClaimResult', 'evaluate_claim', 'evaluate_claims',
+           'all_passed', 'contract_problems', 'contract_holds', 'claims_table', 'claims_summary', 'controls_text',
+           'claims_report_text', 'show_claims', 'Chapter', 'register', 'chapters', 'get_chapter', 'run_chapter',
+           'control_fails', 'claim_discriminates', 'seed_independent', 'claim_status', 'record_verdicts',
+           'record_claim_status', 'repo_root', 'chapter_file', 'sweep_path', 'load_sweep', 'sweep_disagreements',
+           'run_problems', 'SweepAgreement', 'assert_sweep_agrees', 'to_jsonable', 'save_result', 'save_figures',
+           'convergence_plot']
 
 # %% ../nbs/00_core.ipynb #3f09a8a0
 SCALES: tuple[str, ...] = ("fast", "full")
@@ -188,7 +191,10 @@ OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
 }
 KINDS: tuple[str, ...] = ("paper", "check", "provisional")
-SOURCES: tuple[str, ...] = ("paper", "derived", "preregistered")
+SOURCES: tuple[str, ...] = ("paper", "derived", "preregistered", "issue")
+TESTS: tuple[str, ...] = ("paper", "proxy")
+STATUSES: tuple[str, ...] = ("active", "withdrawn")
+_ISSUE_SOURCE = re.compile(r"^issue \d+(, claim \d+)?$")
 
 def _fmt(v: float) -> str:
     "Compact number formatting for tables."
@@ -196,6 +202,8 @@ def _fmt(v: float) -> str:
         return str(bool(v))
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "nan"
+    if isinstance(v, float) and math.isinf(v):
+        return "inf" if v > 0 else "-inf"
     if v == 0 or (1e-3 <= abs(v) < 1e6):
         return f"{v:.4g}"
     return f"{v:.3e}"
@@ -211,6 +219,16 @@ def _measure(metric: str | Callable[[dict], float], result: dict) -> float:
         value = value[part]
     return float(value)
 
+def _name(metric: str | Callable[[dict], float] | None) -> str | None:
+    "A metric or control as text: its key, or a function's qualified name (what a registration records)."
+    if metric is None or isinstance(metric, str):
+        return metric
+    return f"{getattr(metric, '__module__', '')}.{getattr(metric, '__qualname__', repr(metric))}"
+
+def _valid_source(source: str) -> bool:
+    "One of `paper`, `derived`, `preregistered`, or an issue's claim: `issue 50, claim 2` (or `issue 50`)."
+    return source in SOURCES[:3] or bool(_ISSUE_SOURCE.match(source))
+
 @dataclass(frozen=True)
 class Claim:
     "A quantity a chapter measures: `measured op threshold` must hold; a paper claim's `control` must fail it."
@@ -221,8 +239,13 @@ class Claim:
     threshold: float  # what the measurement is compared against
     kind: str = "provisional"  # "paper", "check", or "provisional" (not yet classified)
     control: str | Callable[[dict], float] | None = None  # paper claims: the same metric without the paper's ingredient
-    source: str = ""  # paper claims: where the threshold comes from, one of SOURCES
+    source: str = ""  # paper claims: where the threshold comes from (paper, derived, preregistered, "issue N, claim K")
     basis: str = ""  # the quote, the derivation or the preregistration record behind the threshold
+    tests: str = ""  # paper claims: "paper" (the paper's own statement, at this scale) or "proxy" (a stand-in)
+    control_basis: str = ""  # paper claims: where the control comes from (the paper's baseline or ablation, cited)
+    status: str = "active"  # "active" or "withdrawn": a claim is never deleted, only withdrawn
+    reason: str = ""  # why the claim was withdrawn
+    saturated: str = ""  # paper claims: why a value that is the same on every seed is legitimate (a metric at its bound)
 
     def __post_init__(self):
         if not self.id or not isinstance(self.id, str):
@@ -231,13 +254,40 @@ class Claim:
             raise ValueError(f"op must be one of {', '.join(OPS)}; got {self.op!r}")
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {self.kind!r}")
+        try:
+            finite = math.isfinite(float(self.threshold))
+        except (TypeError, ValueError):
+            finite = False
+        if not finite:
+            raise ValueError(f"claim {self.id!r}: threshold must be a finite number, got {self.threshold!r}")
+        if self.status not in STATUSES:
+            raise ValueError(f"claim {self.id!r}: status must be one of {', '.join(STATUSES)}; got {self.status!r}")
+        if (self.status == "withdrawn") != bool(self.reason.strip()):
+            raise ValueError(f"claim {self.id!r}: a withdrawn claim needs a reason, and only a withdrawn claim has one")
         if self.kind == "paper":
             if self.control is None:
                 raise ValueError(f"paper claim {self.id!r} needs a control (the same metric without the paper's ingredient)")
-            if self.source not in SOURCES:
-                raise ValueError(f"paper claim {self.id!r}: source must be one of {', '.join(SOURCES)}; got {self.source!r}")
-        elif self.control is not None:
-            raise ValueError(f"claim {self.id!r}: only paper claims have a control (kind is {self.kind!r})")
+            if not _valid_source(self.source):
+                raise ValueError(f"paper claim {self.id!r}: source must be one of paper, derived, preregistered, or "
+                                 f"'issue N, claim K'; got {self.source!r}")
+            if self.tests not in ("",) + TESTS:
+                raise ValueError(f"paper claim {self.id!r}: tests must be one of {', '.join(TESTS)}; got {self.tests!r}")
+        else:
+            if self.control is not None:
+                raise ValueError(f"claim {self.id!r}: only paper claims have a control (kind is {self.kind!r})")
+            if self.tests or self.control_basis or self.saturated:
+                raise ValueError(f"claim {self.id!r}: tests, control_basis and saturated are for paper claims only")
+
+    @property
+    def withdrawn(self) -> bool:
+        "Whether the claim was withdrawn (it stays in `CLAIMS`, is evaluated, and counts as not reproduced)."
+        return self.status == "withdrawn"
+
+    def spec(self) -> dict:
+        "What a registration fixes: id, kind, statement, metric and control names, op, threshold, source, tests, status."
+        return {"id": self.id, "kind": self.kind, "statement": self.statement, "metric": _name(self.metric),
+                "op": self.op, "threshold": float(self.threshold), "control": _name(self.control),
+                "source": self.source, "tests": self.tests, "status": self.status, "saturated": self.saturated}
 
     def measure(self, result: dict) -> float:
         "The measured value of this claim's metric in `result`."
@@ -268,44 +318,53 @@ class ClaimResult:
     source: str = ""
     basis: str = ""
     timed: bool = False  # the claim reads a wall clock (see `Claim.timed`)
+    tests: str = ""  # paper claims: "paper" or "proxy"
+    control_basis: str = ""
+    status: str = "active"  # "active" or "withdrawn"
+    reason: str = ""  # why it was withdrawn
+    saturated: str = ""
+    error: str = ""  # the metric or the control could not be measured (it raised): the chapter is broken
 
     @property
     def discriminating(self) -> bool | None:
-        "Paper claims: True when the control was measured and fails the comparison; None for other kinds."
+        "Paper claims: True when the control was measured (a finite value) and fails the comparison; None otherwise."
         if self.kind != "paper":
             return None
-        return self.control_passed is False and not math.isnan(self.control_measured)
+        return self.control_passed is False and math.isfinite(self.control_measured)
 
     def to_dict(self) -> dict:
         "The row as a plain dict, `discriminating` included (for JSON reports)."
         return {**asdict(self), "discriminating": self.discriminating}
 
 def _compare(value: float, op: str, threshold: float) -> bool:
-    "`value op threshold`, False for NaN."
-    return not math.isnan(value) and bool(OPS[op](value, threshold))
+    "`value op threshold`, False for a value that is NaN or infinite (whatever the op)."
+    return math.isfinite(value) and bool(OPS[op](value, threshold))
 
-def _safe_measure(fn: Callable[[dict], float], result: dict) -> tuple[float, str]:
-    "(value, '') or (NaN, reason): a measurement that raises is a failed measurement, not a crash."
+def _safe_measure(fn: Callable[[dict], float], result: dict) -> tuple[float, str, bool]:
+    "(value, why, raised): a NaN or infinite value is 'not finite', a measurement that raises 'cannot be measured'."
     try:
-        v = fn(result)
-    except Exception as e:  # a claim that cannot be measured has not been shown
-        return float("nan"), f"{type(e).__name__}: {e}"
-    return v, ("" if not math.isnan(v) else "NaN")
+        v = float(fn(result))
+    except Exception as e:  # a claim that cannot be measured has not been shown, and the chapter is broken
+        return float("nan"), f"cannot be measured ({type(e).__name__}: {e})", True
+    return v, ("" if math.isfinite(v) else f"not finite ({v})"), False
 
 def evaluate_claim(claim: Claim, result: dict) -> ClaimResult:
-    "Measure `claim` (and its control) on `result`; a failed measurement or NaN fails, with the reason in `note`."
-    measured, why = _safe_measure(claim.measure, result)
-    notes = [f"measured: {why}" if why == "NaN" else why] if why else []
+    """Measure `claim` (and its control) on `result`. A value that is NaN or infinite fails its comparison ("not
+    finite"); a measurement that raises fails too and is recorded in `error` (the chapter is broken)."""
+    measured, why, raised = _safe_measure(claim.measure, result)
+    notes, errors = ([f"measured: {why}"] if why else []), ([f"metric {why}"] if raised else [])
     control, control_passed = float("nan"), None
     if claim.control is not None:
-        control, cwhy = _safe_measure(claim.measure_control, result)
+        control, cwhy, craised = _safe_measure(claim.measure_control, result)
         control_passed = _compare(control, claim.op, claim.threshold)
         if cwhy:
             notes.append(f"control: {cwhy}")
-    note = "; ".join(n.replace("measured: NaN", "measured value is NaN") for n in notes)
+        if craised:
+            errors.append(f"control {cwhy}")
     return ClaimResult(claim.id, claim.statement, measured, claim.op, float(claim.threshold),
-                       _compare(measured, claim.op, claim.threshold), note, claim.kind, control, control_passed,
-                       claim.source, claim.basis, claim.timed)
+                       _compare(measured, claim.op, claim.threshold), "; ".join(notes), claim.kind, control,
+                       control_passed, claim.source, claim.basis, claim.timed, claim.tests, claim.control_basis,
+                       claim.status, claim.reason, claim.saturated, "; ".join(errors))
 
 def evaluate_claims(claims: Sequence[Claim], result: dict) -> list[ClaimResult]:
     "Evaluate each claim on `result`; claim ids must be unique."
@@ -319,33 +378,34 @@ def all_passed(rows: Sequence[ClaimResult]) -> bool:
     return len(rows) > 0 and all(r.passed for r in rows)
 
 def contract_problems(rows: Sequence[ClaimResult], include_timed: bool = False) -> list[str]:
-    """What breaks the chapter contract in one run: a failing check or provisional claim, a paper claim not discriminating.
+    """What is *broken* in one run: a claim that cannot be measured, a failing check (or provisional claim).
 
-    A wall-clock claim (`timed`) depends on the machine and its load, so by default it is reported in the tables and
-    counted in sweeps but never breaks the contract; `include_timed=True` holds it to the contract too."""
+    A paper claim that fails, or whose control passes too (not discriminating), is a result, never a problem. A
+    withdrawn check is not held to passing. A wall-clock claim (`timed`) depends on the machine and its load, so by
+    default its verdict never breaks anything; `include_timed=True` holds it too."""
     problems = []
     for r in rows:
-        if r.timed and not include_timed:
-            continue
-        if r.kind == "paper" and not r.discriminating:
-            problems.append(f"{r.id}: not discriminating (control {_fmt(r.control_measured)} {r.op} "
-                            f"{_fmt(r.threshold)} passes too)" if r.control_passed else
-                            f"{r.id}: not discriminating (control not measured: {r.note})")
-        elif r.kind != "paper" and not r.passed:
+        if r.error:
+            problems.append(f"{r.id}: {r.error}")
+        elif r.kind != "paper" and not r.passed and r.status != "withdrawn" and (include_timed or not r.timed):
             problems.append(f"{r.id}: {r.kind} fails ({_fmt(r.measured)} {r.op} {_fmt(r.threshold)} does not hold"
                             + (f"; {r.note}" if r.note else "") + ")")
     return problems
 
 def contract_holds(rows: Sequence[ClaimResult], include_timed: bool = False) -> bool:
-    "True if there are rows and `contract_problems` finds none (a failing *paper* claim is a result, not a problem)."
+    "True if there are rows and `contract_problems` finds nothing broken (a failing *paper* claim is a result)."
     return len(rows) > 0 and not contract_problems(rows, include_timed)
 
 # %% ../nbs/00_core.ipynb #7c6361af
 def _verdict(r: ClaimResult) -> str:
-    "PASS / FAIL, and for paper claims whether the control discriminates."
+    "PASS / FAIL; for paper claims whether the control discriminates; withdrawn and unmeasurable claims marked."
     v = "PASS" if r.passed else "FAIL"
     if r.kind == "paper" and not r.discriminating:
-        v += " (not discriminating)"
+        v += " (not discriminating" + ("" if math.isfinite(r.control_measured) else ": control not finite") + ")"
+    if r.error:
+        v += " [cannot be measured]"
+    if r.status == "withdrawn":
+        v += " [withdrawn]"
     return v
 
 def _table(header: list[str], body: list[list[str]], fmt: str) -> str:
@@ -366,9 +426,9 @@ def claims_table(rows: Sequence[ClaimResult], fmt: str = "markdown", kind: str |
     if fmt not in ("markdown", "text"):
         raise ValueError(f"fmt must be 'markdown' or 'text'; got {fmt!r}")
     if kind == "paper":
-        header = ["claim", "statement", "measured", "control", "op", "threshold", "source", "result"]
+        header = ["claim", "statement", "measured", "control", "op", "threshold", "source", "tests", "result"]
         body = [[r.id, r.statement, _fmt(r.measured), _fmt(r.control_measured), r.op, _fmt(r.threshold), r.source,
-                 _verdict(r)] for r in rows if r.kind == "paper"]
+                 r.tests or "-", _verdict(r)] for r in rows if r.kind == "paper"]
     else:
         keep = (lambda r: r.kind != "paper") if kind == "check" else (lambda r: True)
         header = ["claim", "statement", "measured", "op", "threshold", "result"]
@@ -381,17 +441,28 @@ def claims_summary(rows: Sequence[ClaimResult]) -> str:
     other = [r for r in rows if r.kind != "paper"]
     parts = []
     if paper:
+        withdrawn = sum(r.status == "withdrawn" for r in paper)
         parts.append(f"{sum(r.passed for r in paper)} of {len(paper)} paper claims pass here "
-                     f"({sum(bool(r.discriminating) for r in paper)} discriminating: their control fails)")
+                     f"({sum(bool(r.discriminating) for r in paper)} discriminating: their control fails"
+                     + (f"; {withdrawn} withdrawn" if withdrawn else "") + ")")
     if other:
         parts.append(f"{sum(r.passed for r in other)} of {len(other)} checks pass")
     return "; ".join(parts) + "."
 
+def controls_text(rows: Sequence[ClaimResult], fmt: str = "text") -> str:
+    "One line per paper claim: where its control comes from (`control_basis`); and why a claim was withdrawn."
+    code = (lambda s: f"`{s}`") if fmt == "markdown" else (lambda s: s)
+    lines = [f"- {code(r.id)}: {r.control_basis}" for r in rows if r.kind == "paper" and r.control_basis]
+    lines += [f"- {code(r.id)} is withdrawn: {r.reason}" for r in rows if r.status == "withdrawn"]
+    return "\n".join(lines)
+
 def claims_report_text(rows: Sequence[ClaimResult], fmt: str = "text") -> str:
-    "Both tables (paper claims, then checks) and the summary line."
+    "Both tables (paper claims with where their controls come from, then checks) and the summary line."
     out = []
     if any(r.kind == "paper" for r in rows):
         out += ["paper claims" if fmt == "text" else "**Paper claims**", "", claims_table(rows, fmt, "paper"), ""]
+        if controls_text(rows, fmt):
+            out += ["controls:" if fmt == "text" else "*Controls:*", "", controls_text(rows, fmt), ""]
     if any(r.kind != "paper" for r in rows):
         out += ["checks" if fmt == "text" else "**Checks**", "", claims_table(rows, fmt, "check"), ""]
     return "\n".join(out + [claims_summary(rows)])
@@ -485,36 +556,86 @@ def run_chapter(chapter: Chapter | str, scale: str = "fast", seed: int = 0) -> t
     return result, evaluate_claims(chapter.claims, result)
 
 # %% ../nbs/00_core.ipynb #95ccbfe1
-def claim_status(kind: str, passed: Sequence[bool], control_passed: Sequence[bool | None] = ()) -> str:
-    "Status of one claim over seeds: reproduced / partly / not reproduced (paper), passes / fails (others)."
+CLAIM_STATUSES: tuple[str, ...] = ("reproduced", "partly", "not reproduced", "not discriminating", "withdrawn",
+                                   "seed-independent")
+
+def _value(v) -> float:
+    "A stored value back to a float: null is NaN, 'inf' and '-inf' are infinities."
+    if v is None:
+        return float("nan")
+    return float(v)
+
+def control_fails(control: Sequence, control_passed: Sequence[bool | None]) -> list[bool]:
+    "Per seed: the control was measured (a finite value) and failed the comparison, i.e. the claim discriminates."
+    return [math.isfinite(_value(v)) and p is False for v, p in zip(control, control_passed)]
+
+def claim_discriminates(control_passed: Sequence[bool | None], control: Sequence | None = None) -> bool:
+    """Over seeds, a paper claim discriminates when its control fails on all but at most 2 of 16 seeds (12.5%); a
+    control value that is NaN or infinite does not fail (it was not measured), so it counts against the claim."""
+    n = len(control_passed)
+    fails = control_fails(control, control_passed) if control is not None else [p is False for p in control_passed]
+    return n > 0 and 16 * (n - sum(fails)) <= 2 * n
+
+def seed_independent(values: Sequence) -> bool:
+    "Whether a value is the same on every seed (at least two): a closed form or an identity, not a seed's finding."
+    vals = [_value(v) for v in values]
+    return len(vals) >= 2 and all((a == vals[0]) or (math.isnan(a) and math.isnan(vals[0])) for a in vals)
+
+def claim_status(kind: str, passed: Sequence[bool], control_passed: Sequence[bool | None] = (),
+                 control: Sequence | None = None, withdrawn: bool = False, constant: bool = False) -> str:
+    """Status of one claim over seeds. Checks (and provisional claims): passes / fails. Paper claims, in this order:
+    withdrawn; seed-independent (`constant`: its value or its control's is the same on every seed, and the claim does
+    not declare why); not reproduced (passes on no seed); not discriminating (its control does not fail on more than
+    2 of 16 seeds); reproduced (passes on at least 14 of 16); partly."""
     n, k = len(passed), int(sum(bool(p) for p in passed))
     if n == 0:
         return "not run"
+    if withdrawn:
+        return "withdrawn"
     if kind != "paper":
         return "passes" if k == n else "fails"
-    c = int(sum(bool(p) for p in control_passed))
-    if 16 * k >= 14 * n and 16 * c <= 2 * n:
-        return "reproduced"
-    return "partly" if k > 0 else "not reproduced"
+    if constant:
+        return "seed-independent"
+    if k == 0:
+        return "not reproduced"
+    if not claim_discriminates(control_passed, control):
+        return "not discriminating"
+    return "reproduced" if 16 * k >= 14 * n else "partly"
 
-def claim_discriminates(control_passed: Sequence[bool | None]) -> bool:
-    "Over seeds, a paper claim discriminates when its control passes on at most 2 of 16 seeds (12.5%)."
-    n = len(control_passed)
-    return n > 0 and 16 * int(sum(bool(p) for p in control_passed)) <= 2 * n
+def record_verdicts(rec: dict) -> tuple[list[bool], list[bool | None]]:
+    """A sweep record's per-seed verdicts (claim, control) recomputed from its stored values under today's rules (NaN
+    and infinities fail), so that files written before a rule changed are read the same way as new ones."""
+    op, thr = rec["op"], float(rec["threshold"])
+    passed = [_compare(_value(v), op, thr) for v in rec["measured"]]
+    if rec.get("kind") != "paper" or "control" not in rec:
+        return passed, [None] * len(passed)
+    return passed, [_compare(_value(v), op, thr) for v in rec["control"]]
+
+def record_claim_status(rec: dict, claim: Claim | None = None) -> str:
+    "The status of one claim of a sweep record (its current `claim` says whether it is withdrawn or saturated)."
+    passed, cpassed = record_verdicts(rec)
+    withdrawn = (claim.withdrawn if claim is not None else rec.get("claim_status") == "withdrawn")
+    saturated = claim.saturated if claim is not None else rec.get("saturated", "")
+    constant = rec.get("kind") == "paper" and not saturated and (
+        seed_independent(rec["measured"]) or seed_independent(rec.get("control", [])))
+    return claim_status(rec.get("kind", "paper"), passed, cpassed, rec.get("control"), withdrawn, constant)
 
 def repo_root() -> Path | None:
     "The source checkout this library is imported from (it has `nbs/`), or None for an installed copy."
     root = Path(__file__).resolve().parents[1]
     return root if (root / "nbs").is_dir() else None
 
-def sweep_path(chapter: Chapter | str, scale: str = "fast", root: Path | None = None) -> Path | None:
-    "Where the chapter's sweep results live: `nbs/<part>/NN_<slug>.sweep.json` (`.sweep-full.json` at full scale)."
+def chapter_file(chapter: Chapter | str, suffix: str, root: Path | None = None) -> Path | None:
+    "A file next to the chapter's notebook, `nbs/<part>/NN_<slug><suffix>` (None without a source checkout)."
     chapter = get_chapter(chapter) if isinstance(chapter, str) else chapter
     root = root or repo_root()
     if root is None or not chapter.notebook:
         return None
-    suffix = ".sweep.json" if check_scale(scale) == "fast" else f".sweep-{scale}.json"
-    return root / "nbs" / chapter.notebook.replace(".ipynb", suffix)
+    return Path(root) / "nbs" / chapter.notebook.replace(".ipynb", suffix)
+
+def sweep_path(chapter: Chapter | str, scale: str = "fast", root: Path | None = None) -> Path | None:
+    "Where the chapter's sweep results live: `nbs/<part>/NN_<slug>.sweep.json` (`.sweep-full.json` at full scale)."
+    return chapter_file(chapter, ".sweep.json" if check_scale(scale) == "fast" else f".sweep-{scale}.json", root)
 
 def load_sweep(chapter: Chapter | str, scale: str = "fast", root: Path | None = None) -> dict | None:
     "The committed sweep results of `chapter` (None if there are none)."
@@ -524,44 +645,73 @@ def load_sweep(chapter: Chapter | str, scale: str = "fast", root: Path | None = 
 def sweep_disagreements(sweep: dict, rows: Sequence[ClaimResult], seed: int = 0) -> list[str]:
     """How `rows` (one run with `seed`) differ from the sweep's verdicts for that seed: claim set, passed, control passed.
     A wall-clock claim (`timed`) is compared by kind only: its verdict depends on the machine's load, as in
-    `contract_problems`."""
+    `contract_problems`. A withdrawn claim that a sweep made before its withdrawal lacks is not a difference."""
     if seed not in sweep.get("seeds", []):
         return [f"the sweep has no seed {seed}"]
     i = sweep["seeds"].index(seed)
     got = {r.id: r for r in rows}
     out = []
-    if set(got) != set(sweep["claims"]):
+    missing = {cid for cid, r in got.items() if cid not in sweep["claims"] and r.status != "withdrawn"}
+    if missing or set(sweep["claims"]) - set(got):
         out.append(f"claims differ: run has {sorted(got)}, sweep has {sorted(sweep['claims'])}")
     for cid in sorted(set(got) & set(sweep["claims"])):
         rec, r = sweep["claims"][cid], got[cid]
         if rec["kind"] != r.kind:
             out.append(f"{cid}: kind {r.kind} here, {rec['kind']} in the sweep")
+            continue
         if r.timed:
             continue
-        if bool(rec["passed"][i]) != r.passed:
+        passed, cpassed = record_verdicts(rec)
+        if passed[i] != r.passed:
             out.append(f"{cid}: {'passes' if r.passed else 'fails'} here, "
-                       f"{'passed' if rec['passed'][i] else 'failed'} in the sweep (seed {seed})")
-        if r.kind == "paper" and rec["control_passed"][i] != r.control_passed:
+                       f"{'passed' if passed[i] else 'failed'} in the sweep (seed {seed})")
+        if r.kind == "paper" and cpassed[i] != r.control_passed:
             out.append(f"{cid}: control {'passes' if r.control_passed else 'fails'} here, not in the sweep (seed {seed})")
     return out
 
-def assert_sweep_agrees(chapter: Chapter | str, rows: Sequence[ClaimResult], seed: int = 0) -> str:
-    """Fail unless the committed sweep's verdicts for `seed` equal `rows` (the staleness check a chapter ends with).
-    A chapter whose claims are still provisional and have no sweep, or an installed copy without `nbs/`, is skipped."""
+def run_problems(chapter: Chapter | str, rows: Sequence[ClaimResult], seed: int = 0, scale: str = "fast") -> list[str]:
+    """What is broken in one run of `chapter`: `contract_problems` (a check fails, a claim cannot be measured), and,
+    when the committed sweep has this seed (fast scale, source checkout), any verdict that differs from it. This is
+    the one decision `icml25nb run`, `icml25nb claims`, `make book` and every chapter notebook make; a paper claim
+    that fails or does not discriminate is a result, never a problem."""
     chapter = get_chapter(chapter) if isinstance(chapter, str) else chapter
+    problems = contract_problems(rows)
+    sweep = load_sweep(chapter) if check_scale(scale) == "fast" else None
+    if sweep is not None and seed in sweep.get("seeds", []):
+        problems += [f"differs from the committed sweep: {p}" for p in sweep_disagreements(sweep, rows, seed)]
+    return problems
+
+class SweepAgreement(str):
+    "The one-line report `assert_sweep_agrees` returns; shown as Markdown in a notebook."
+    def _repr_markdown_(self) -> str:
+        return str(self)
+
+def assert_sweep_agrees(chapter: Chapter | str, rows: Sequence[ClaimResult], seed: int = 0) -> SweepAgreement:
+    """Fail if anything is broken in this run (`run_problems`: a check fails, a claim cannot be measured, or a verdict
+    differs from the committed sweep's for `seed`); the check every chapter notebook ends with, so that the notebooks
+    CI runs make the same decision as `make book`. A chapter whose claims are still provisional and have no sweep, or
+    an installed copy without `nbs/`, is only checked for broken claims."""
+    chapter = get_chapter(chapter) if isinstance(chapter, str) else chapter
+    broken = contract_problems(rows)
+    if broken:
+        raise AssertionError(f"{chapter.slug}: broken on seed {seed}:\n  " + "\n  ".join(broken))
     if repo_root() is None:
-        return "no source checkout: nothing to compare"
+        return SweepAgreement("no source checkout: nothing to compare")
     sweep = load_sweep(chapter)
     if sweep is None:
         if chapter.under_contract:
             raise AssertionError(f"{chapter.slug}: no committed sweep at {sweep_path(chapter)}; "
                                  f"run `icml25nb sweep {chapter.slug} --seeds 0-15` and commit it")
-        return "provisional claims, no sweep yet"
+        return SweepAgreement("provisional claims, no sweep yet")
     problems = sweep_disagreements(sweep, rows, seed)
     if problems:
         raise AssertionError(f"{chapter.slug}: the committed sweep is stale (rerun `icml25nb sweep {chapter.slug} "
                              f"--seeds {sweep['seeds'][0]}-{sweep['seeds'][-1]}`):\n  " + "\n  ".join(problems))
-    return f"seed {seed} agrees with the committed sweep ({len(sweep['seeds'])} seeds, version {sweep.get('version')})"
+    reg = sweep.get("registration")
+    where = (f"registered {reg['date'][:10]} at `{reg['commit'][:10]}`" + (f", re-registered {reg['n'] - 1} time(s)"
+             if reg.get("n", 1) > 1 else "") if reg else "not yet registered")
+    return SweepAgreement(f"Seed {seed} agrees with the committed sweep ({len(sweep['seeds'])} seeds, version "
+                          f"`{sweep.get('version')}`; {where}).")
 
 # %% ../nbs/00_core.ipynb #16e2c7e2
 def to_jsonable(obj: Any) -> Any:

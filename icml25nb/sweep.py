@@ -20,12 +20,15 @@ import numpy as np
 from . import __version__
 from .core import (Chapter, check_scale, check_seed, chapters, claim_discriminates, claim_status, get_chapter,
                            progress, repo_root, run_chapter, sweep_disagreements, sweep_path, to_jsonable, _fmt,
-                           _table, Claim, ClaimResult, register, _REGISTRY)
+                           _table, Claim, ClaimResult, register, _REGISTRY, record_claim_status, record_verdicts,
+                           seed_independent, _value)
+from .registration import (AWAITING_REGISTRATION, load_registration, registration_problems,
+                                   sweep_provenance)
 
 # %% auto #0
 __all__ = ['ENGINES', 'SINGLE_THREAD_ENV', 'parse_seeds', 'code_version', 'single_thread', 'run_seed', 'sweep_record',
            'runs_from_record', 'sweep_output', 'sweep', 'sweep_table', 'sweep_problems', 'check_against_sweep',
-           'strip_plot', 'chapter_status', 'status_cells']
+           'strip_plot', 'chapter_status', 'status_cells', 'book_headline']
 
 # %% ../nbs/03_sweep.ipynb #4a92368d
 ENGINES: tuple[str, ...] = ("local", "ray", "serial")
@@ -105,12 +108,12 @@ def run_seed(slug: str, scale: str, seed: int) -> dict:
 # %% ../nbs/03_sweep.ipynb #417e86b0
 def _nan(v) -> float:
     "A stored measured value back to a float (null is NaN, 'inf' and '-inf' are infinities)."
-    if v is None:
-        return float("nan")
-    return float(v) if isinstance(v, str) else v
+    return _value(v)
 
-def sweep_record(chapter: Chapter, scale: str, runs: dict[int, dict], version: str | None = None) -> dict:
-    "The sweep file's content from {seed: run_seed output} (crashed seeds go to `errors`)."
+def sweep_record(chapter: Chapter, scale: str, runs: dict[int, dict], version: str | None = None,
+                 provenance: dict | None = None) -> dict:
+    """The sweep file's content from {seed: run_seed output} (crashed seeds go to `errors`); `provenance` (see
+    `registration.sweep_provenance`) records the commit, whether the tree was dirty, the spec hash and registration."""
     seeds = sorted(s for s, r in runs.items() if "rows" in r)
     claims = {}
     for c in chapter.claims:
@@ -122,14 +125,20 @@ def sweep_record(chapter: Chapter, scale: str, runs: dict[int, dict], version: s
             rows.append(found[0])
         passed = [bool(x["passed"]) for x in rows]
         rec = {"kind": c.kind, "statement": c.statement, "op": c.op, "threshold": float(c.threshold),
-               "source": c.source, "basis": c.basis, "status": claim_status(c.kind, passed,
-                                                                             [x["control_passed"] for x in rows]),
-               "rate": sum(passed) / len(passed) if passed else None,
+               "source": c.source, "basis": c.basis, "rate": sum(passed) / len(passed) if passed else None,
                "passed": passed, "measured": [x["measured"] for x in rows]}
         if c.kind == "paper":
-            cp = [bool(x["control_passed"]) for x in rows]
-            rec.update(control_passed=cp, control=[x["control_measured"] for x in rows],
-                       control_rate=sum(cp) / len(cp) if cp else None, discriminating=claim_discriminates(cp))
+            cp = [x["control_passed"] for x in rows]
+            control = [x["control_measured"] for x in rows]
+            rec.update(tests=c.tests, control_basis=c.control_basis, control_passed=[bool(p) for p in cp],
+                       control=control, control_rate=sum(map(bool, cp)) / len(cp) if cp else None,
+                       discriminating=claim_discriminates(cp, control),
+                       seed_independent=seed_independent(rec["measured"]) or seed_independent(control))
+            if c.saturated:
+                rec["saturated"] = c.saturated
+        if c.withdrawn:
+            rec.update(withdrawn=True, reason=c.reason)
+        rec["status"] = record_claim_status(to_jsonable(rec), c)
         notes = {str(s): x["note"] for s, x in zip(seeds, rows) if x.get("note")}
         if notes:
             rec["notes"] = notes
@@ -137,28 +146,33 @@ def sweep_record(chapter: Chapter, scale: str, runs: dict[int, dict], version: s
     return to_jsonable({
         "chapter": chapter.slug, "part": chapter.part, "title": chapter.title, "level": chapter.level,
         "notebook": chapter.notebook, "scale": scale, "seeds": seeds, "version": version or code_version(),
+        **(provenance or {}),
         "wall_s": [runs[s]["wall_s"] for s in seeds],
         "errors": {str(s): r["error"] for s, r in sorted(runs.items()) if "error" in r},
         "claims": claims})
 
 def _claims_match(chapter: Chapter, record: dict) -> bool:
-    "Whether a stored record was made with the same claims (ids, kinds, comparisons, thresholds)."
+    """Whether a stored record was made with the same claims (ids, kinds, comparisons, thresholds); a claim withdrawn
+    after the record was made may be missing from it."""
     stored = record.get("claims", {})
-    return [c.id for c in chapter.claims] == list(stored) and all(
+    ids = [c.id for c in chapter.claims if c.id in stored or not c.withdrawn]
+    return ids == list(stored) and all(
         stored[c.id]["kind"] == c.kind and stored[c.id]["op"] == c.op and stored[c.id]["threshold"] == float(c.threshold)
-        for c in chapter.claims)
+        for c in chapter.claims if c.id in stored)
 
 def runs_from_record(record: dict) -> dict[int, dict]:
     "Per-seed runs (as `run_seed` returns them) from a sweep record; crashed seeds are left out, so they rerun."
     runs = {}
+    verdicts = {cid: record_verdicts(rec) for cid, rec in record["claims"].items()}
     for i, s in enumerate(record["seeds"]):
         rows = []
         for cid, rec in record["claims"].items():
-            row = {"id": cid, "kind": rec["kind"], "passed": rec["passed"][i], "measured": rec["measured"][i],
+            passed, cpassed = verdicts[cid]
+            row = {"id": cid, "kind": rec["kind"], "passed": passed[i], "measured": rec["measured"][i],
                    "note": rec.get("notes", {}).get(str(s), ""), "control_passed": None,
                    "control_measured": None}
             if rec["kind"] == "paper":
-                row.update(control_passed=rec["control_passed"][i], control_measured=rec["control"][i])
+                row.update(control_passed=cpassed[i], control_measured=rec["control"][i])
             rows.append(row)
         runs[s] = {"seed": s, "wall_s": record["wall_s"][i], "rows": rows}
     return runs
@@ -225,21 +239,36 @@ def _write_json(path: Path, record: dict) -> None:
     tmp.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")
     tmp.replace(path)
 
-def sweep_output(chapter: Chapter, scale: str = "fast", out: str | Path | None = None) -> Path:
+def sweep_output(chapter: Chapter, scale: str = "fast", out: str | Path | None = None,
+                 root: Path | None = None) -> Path:
     "The sweep file: next to the notebook in a checkout (or in `out`), else `runs/sweep/`."
     if out is None:
-        p = sweep_path(chapter, scale)
+        p = sweep_path(chapter, scale, root)
         if p is not None:
             return p
         out = Path("runs") / "sweep"
     name = (chapter.notebook.replace(".ipynb", "").split("/")[-1] if chapter.notebook else chapter.slug)
     return Path(out) / (name + (".sweep.json" if scale == "fast" else f".sweep-{scale}.json"))
 
+def _committed_location(chapter: Chapter, scale: str, path: Path, root: Path | None) -> bool:
+    "Whether `path` is the chapter's committed sweep file in a source checkout."
+    p = sweep_path(chapter, scale, root)
+    return p is not None and Path(path).resolve() == p.resolve()
+
+def _can_resume(old: dict, chapter: Chapter, scale: str, provenance: dict) -> bool:
+    "A stored record may be resumed only if it was made for the same chapter, scale, claims spec and commit."
+    return (old.get("scale") == scale and old.get("chapter") == chapter.slug and _claims_match(chapter, old)
+            and all(old.get(k) == provenance[k] for k in ("spec_sha256", "commit", "dirty")))
+
 def sweep(chapter: Chapter | str, seeds: str | Sequence[int] = "0-15", scale: str = "fast", engine: str = "local",
           address: str | None = None, workers: int | None = None, out: str | Path | None = None,
-          resume: bool = True) -> dict:
+          resume: bool = True, root: str | Path | None = None) -> dict:
     """Run `chapter` on each seed with `engine` and write its sweep file (see `sweep_output`); returns the record.
-    Seeds already in the file (same scale and claims) are skipped unless `resume=False`."""
+
+    The committed sweep file (next to the notebook in the checkout `root`, by default the one this library is
+    imported from) is written only from a clean tree for registered claims (`registration.registration_problems`);
+    `out` writes anywhere else, without that gate, for an exploratory sweep. Seeds already in the file (same scale,
+    claims spec and commit) are skipped unless `resume=False`."""
     chapter = get_chapter(chapter) if isinstance(chapter, str) else chapter
     check_scale(scale)
     seeds = parse_seeds(seeds)
@@ -250,22 +279,31 @@ def sweep(chapter: Chapter | str, seeds: str | Sequence[int] = "0-15", scale: st
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
     workers = workers or max(1, min(len(seeds), os.cpu_count() or 1))
-    path = sweep_output(chapter, scale, out)
+    root = Path(root) if root is not None else repo_root()
+    path = sweep_output(chapter, scale, out, root)
+    if _committed_location(chapter, scale, path, root):
+        problems = registration_problems(chapter, root, ignore=[path])
+        if problems:
+            raise ValueError(f"sweep {chapter.slug}: will not write the committed sweep file "
+                             f"{path.relative_to(root)}: " + "; ".join(problems)
+                             + " (an exploratory sweep can go elsewhere: --out DIR)")
+    provenance = sweep_provenance(chapter, root, ignore=[path])
     runs: dict[int, dict] = {}
     if resume and path.exists():
         old = json.loads(path.read_text())
-        if old.get("scale") == scale and old.get("chapter") == chapter.slug and _claims_match(chapter, old):
+        if _can_resume(old, chapter, scale, provenance):
             runs = {s: r for s, r in runs_from_record(old).items()}
     todo = [s for s in seeds if s not in runs]
     bar = progress(total=len(todo), desc=f"sweep {chapter.slug} ({engine}, {len(todo)} seeds)")
     failed = []
+    record_of = lambda: sweep_record(chapter, scale, runs, provenance=provenance)
 
     def done(run: dict) -> None:
         runs[run["seed"]] = run
         if "error" in run:
             failed.append(run["seed"])
             print(f"sweep {chapter.slug}: seed {run['seed']} failed: {run['error']}", file=sys.stderr)
-        _write_json(path, sweep_record(chapter, scale, runs))
+        _write_json(path, record_of())
         bar.set_postfix(failed=len(failed))
         bar.update(1)
 
@@ -282,49 +320,73 @@ def sweep(chapter: Chapter | str, seeds: str | Sequence[int] = "0-15", scale: st
         raise
     finally:
         bar.close()
-    record = sweep_record(chapter, scale, runs)
+    record = record_of()
     record["path"] = str(path)
     _write_json(path, {k: v for k, v in record.items() if k != "path"})
     return record
 
 # %% ../nbs/03_sweep.ipynb #f6f9576f
 def _spread(values: Sequence) -> str:
-    "median [min, max] of the finite values."
+    "median [min, max] of the finite values (and how many are not finite)."
     v = np.array([_nan(x) for x in values], dtype=float)
-    v = v[~np.isnan(v)]
+    bad = int((~np.isfinite(v)).sum())
+    v = v[np.isfinite(v)]
+    note = f" ({bad} not finite)" if bad else ""
     if v.size == 0:
-        return "nan"
-    return f"{_fmt(float(np.median(v)))} [{_fmt(float(v.min()))}, {_fmt(float(v.max()))}]"
+        return "not finite" if bad else "nan"
+    return f"{_fmt(float(np.median(v)))} [{_fmt(float(v.min()))}, {_fmt(float(v.max()))}]{note}"
+
+def _record_status(cid: str, rec: dict, chapter: Chapter | None) -> str:
+    "A claim's status in a record, by today's rules and the chapter's current claim (withdrawn, saturated)."
+    claim = next((c for c in chapter.claims if c.id == cid), None) if chapter is not None else None
+    return record_claim_status(rec, claim)
+
+def _chapter_of(record: dict) -> Chapter | None:
+    "The registered chapter a record belongs to (None if it is not registered in this process)."
+    try:
+        return get_chapter(record["chapter"])
+    except (ValueError, KeyError):
+        return None
 
 def sweep_table(record: dict, fmt: str = "text") -> str:
-    "The paper claims (rates, control rates, status) and the checks of a sweep record."
+    "The paper claims (tests, rates, control rates, status) and the checks of a sweep record."
     n = len(record["seeds"])
+    chapter = _chapter_of(record)
     paper = [(cid, c) for cid, c in record["claims"].items() if c["kind"] == "paper"]
     other = [(cid, c) for cid, c in record["claims"].items() if c["kind"] != "paper"]
-    out = [f"{record['chapter']}: {n} seeds at scale {record['scale']} (version {record['version']})"
+    reg = record.get("registration")
+    out = [f"{record['chapter']}: {n} seeds at scale {record['scale']} (version {record['version']}"
+           + (f", registration {reg['n']} of {reg['date'][:10]}" if reg else ", not registered") + ")"
            + (f"; {len(record['errors'])} seed(s) crashed: {', '.join(record['errors'])}" if record["errors"] else "")]
     if paper:
-        out += ["", _table(["claim", "measured", "control", "op", "threshold", "source", "passes", "control passes",
-                            "status"],
-                           [[cid, _spread(c["measured"]), _spread(c["control"]), c["op"], _fmt(c["threshold"]),
-                             c["source"], f"{sum(c['passed'])}/{n}", f"{sum(c['control_passed'])}/{n}",
-                             c["status"] + ("" if c["discriminating"] else ", not discriminating")]
-                            for cid, c in paper], fmt)]
+        rows = []
+        for cid, c in paper:
+            passed, cpassed = record_verdicts(c)
+            rows.append([cid, c.get("tests") or "-", _spread(c["measured"]), _spread(c["control"]), c["op"],
+                         _fmt(c["threshold"]), c["source"], f"{sum(passed)}/{n}", f"{sum(map(bool, cpassed))}/{n}",
+                         _record_status(cid, c, chapter)])
+        out += ["", _table(["claim", "tests", "measured", "control", "op", "threshold", "source", "passes",
+                            "control passes", "status"], rows, fmt)]
     if other:
         out += ["", _table(["check", "measured", "op", "threshold", "holds", "status"],
-                           [[cid, _spread(c["measured"]), c["op"], _fmt(c["threshold"]), f"{sum(c['passed'])}/{n}",
-                             c["status"]] for cid, c in other], fmt)]
+                           [[cid, _spread(c["measured"]), c["op"], _fmt(c["threshold"]),
+                             f"{sum(record_verdicts(c)[0])}/{n}", _record_status(cid, c, chapter)]
+                            for cid, c in other], fmt)]
     return "\n".join(out)
 
 def sweep_problems(record: dict) -> list[str]:
-    "What a sweep shows wrong with the chapter: crashed seeds, failing checks, paper claims whose control passes too often."
+    """What a sweep shows *broken* in the chapter: crashed seeds, failing checks, paper claims whose value or control
+    is the same on every seed (a check in disguise). A paper claim that fails or does not discriminate is a result."""
+    chapter = _chapter_of(record)
     out = [f"seed {s} crashed: {e}" for s, e in record["errors"].items()]
     for cid, c in record["claims"].items():
-        if c["kind"] != "paper" and c["status"] != "passes":
-            out.append(f"{cid}: {c['kind']} fails on {len(c['passed']) - sum(c['passed'])} of {len(c['passed'])} seeds")
-        if c["kind"] == "paper" and not c["discriminating"]:
-            out.append(f"{cid}: not discriminating (its control passes on {sum(c['control_passed'])} of "
-                       f"{len(c['control_passed'])} seeds)")
+        status = _record_status(cid, c, chapter)
+        if c["kind"] != "paper" and status == "fails":
+            passed = record_verdicts(c)[0]
+            out.append(f"{cid}: {c['kind']} fails on {len(passed) - sum(passed)} of {len(passed)} seeds")
+        if c["kind"] == "paper" and status == "seed-independent":
+            out.append(f"{cid}: seed-independent (its value or its control's is the same on every seed): make it a "
+                       "check, or say why in `saturated`")
     return out
 
 def check_against_sweep(chapter: Chapter | str, seed: int = 0) -> list[str]:
@@ -338,7 +400,8 @@ def check_against_sweep(chapter: Chapter | str, seed: int = 0) -> list[str]:
         return [f"{chapter.slug}: seed {seed} crashed: {run['error']}"]
     rows = [ClaimResult(r["id"], r.get("statement", ""), _nan(r["measured"]), r.get("op", "=="),
                         r.get("threshold", float("nan")), r["passed"], r.get("note", ""), r["kind"],
-                        _nan(r["control_measured"]), r["control_passed"]) for r in run["rows"]]
+                        _nan(r["control_measured"]), r["control_passed"], timed=r.get("timed", False),
+                        status=r.get("status", "active")) for r in run["rows"]]
     return sweep_disagreements(json.loads(path.read_text()), rows, seed)
 
 # %% ../nbs/03_sweep.ipynb #d8e3c2d9
@@ -346,6 +409,7 @@ def strip_plot(record: dict, max_cols: int = 4):
     "One panel per paper claim of a sweep record: method and control per seed against the threshold; a Figure."
     import matplotlib.pyplot as plt
     paper = [(cid, c) for cid, c in record["claims"].items() if c["kind"] == "paper"]
+    chapter = _chapter_of(record)
     if not paper:
         raise ValueError(f"{record['chapter']}: the sweep has no paper claims to plot")
     cols = min(max_cols, len(paper))
@@ -355,7 +419,7 @@ def strip_plot(record: dict, max_cols: int = 4):
     for ax, (cid, c) in zip(axes.flat, paper):
         m = np.array([_nan(v) for v in c["measured"]], dtype=float)
         k = np.array([_nan(v) for v in c["control"]], dtype=float)
-        passed = np.array(c["passed"], dtype=bool)
+        passed = np.array(record_verdicts(c)[0], dtype=bool)
         ax.scatter(0 + jitter[passed], m[passed], s=22, color="tab:blue", label="passes")
         ax.scatter(0 + jitter[~passed], m[~passed], s=22, facecolors="none", edgecolors="tab:blue", label="fails")
         ax.scatter(1 + jitter, k, s=22, marker="x", color="tab:red", label="control")
@@ -372,7 +436,8 @@ def strip_plot(record: dict, max_cols: int = 4):
                 ax.annotate("inf", (x, top), textcoords="offset points", xytext=(0, -12), ha="center", fontsize=8)
         ax.set_xticks([0, 1], ["method", "control"])
         ax.set_xlim(-0.5, 1.5)
-        ax.set_title(f"{cid}: {c['op']} {_fmt(c['threshold'])}\n{c['status']} ({sum(c['passed'])}/{len(c['passed'])})",
+        ax.set_title(f"{cid}: {c['op']} {_fmt(c['threshold'])}\n{_record_status(cid, c, chapter)} "
+                     f"({int(passed.sum())}/{len(passed)})",
                      fontsize=9)
         ax.tick_params(labelsize=8)
         ax.grid(True, axis="y", alpha=0.25)
@@ -385,33 +450,71 @@ def strip_plot(record: dict, max_cols: int = 4):
     return fig
 
 # %% ../nbs/03_sweep.ipynb #0a56e9d5
+_COUNTED = ("reproduced", "partly", "not reproduced", "not discriminating", "seed-independent", "withdrawn")
+
 def chapter_status(chapter: Chapter | str, root: Path | None = None) -> dict:
-    "Counts from the chapter's committed sweep (None where it has none or it was made with other claims)."
+    """Counts from the chapter's committed sweep, by today's rules (None where it has no sweep, or `stale` where the
+    sweep was made with other claims): paper claims per status, split by what they test (`by_tests`: the paper's own
+    statement, a proxy, or not yet said), checks holding; whether the chapter is registered, and if not, the issue
+    that registers it (`awaiting`). A withdrawn claim counts as not reproduced."""
     from icml25nb.core import load_sweep
+    from icml25nb.registration import claims_spec, spec_hash
     chapter = get_chapter(chapter) if isinstance(chapter, str) else chapter
     kinds = [c.kind for c in chapter.claims]
+    reg = load_registration(chapter, root)
     st = {"slug": chapter.slug, "part": chapter.part, "level": chapter.level, "paper": kinds.count("paper"),
           "checks": kinds.count("check"), "provisional": kinds.count("provisional"), "seeds": None,
-          "reproduced": None, "partly": None, "not_reproduced": None, "not_discriminating": None,
-          "checks_holding": None, "stale": False}
+          **{k.replace(" ", "_").replace("-", "_"): None for k in _COUNTED}, "checks_holding": None, "stale": False,
+          "registered": reg is not None, "registrations": reg["entries"] if reg else [],
+          "awaiting": None if reg else AWAITING_REGISTRATION.get(chapter.slug, "unregistered"), "by_tests": {},
+          "statuses": {}}
     rec = load_sweep(chapter, root=root)
     if rec is None:
         return st
-    if not _claims_match(chapter, rec):
+    stale = (rec.get("spec_sha256") != spec_hash(claims_spec(chapter.claims))) if reg else not _claims_match(chapter, rec)
+    if stale:
         return {**st, "stale": True}
-    claims = rec["claims"].values()
-    status = [c["status"] for c in claims if c["kind"] == "paper"]
-    return {**st, "seeds": len(rec["seeds"]), "reproduced": status.count("reproduced"),
-            "partly": status.count("partly"), "not_reproduced": status.count("not reproduced"),
-            "not_discriminating": sum(not c["discriminating"] for c in claims if c["kind"] == "paper"),
-            "checks_holding": sum(c["status"] == "passes" for c in claims if c["kind"] != "paper")}
+    statuses = {c.id: (record_claim_status(rec["claims"][c.id], c) if c.id in rec["claims"] else "withdrawn")
+                for c in chapter.claims}
+    paper = [c for c in chapter.claims if c.kind == "paper"]
+    count = lambda status, cs=paper: sum(statuses[c.id] == status for c in cs)
+    st.update({k.replace(" ", "_").replace("-", "_"): count(k) for k in _COUNTED}, seeds=len(rec["seeds"]),
+              statuses=statuses, checks_holding=sum(statuses[c.id] == "passes" for c in chapter.claims
+                                                    if c.kind != "paper"))
+    st["not_reproduced"] += st["withdrawn"]  # a withdrawn claim counts as not reproduced
+    for key in ("paper", "proxy", ""):
+        cs = [c for c in paper if c.tests == key]
+        if cs:
+            st["by_tests"][key or "unclassified"] = {"reproduced": count("reproduced", cs), "total": len(cs)}
+    return st
 
 def status_cells(st: dict) -> tuple[str, str]:
-    "The README's two columns for a chapter: paper claims reproduced / total, and checks."
+    "The README's two columns for a chapter: paper claims (the paper's own and proxies apart), and checks."
     if st["provisional"]:
         return f"{st['provisional']} claims not yet classified", "-"
     if st["seeds"] is None:
         return f"{st['paper']} paper claims, " + ("sweep stale" if st["stale"] else "no sweep yet"), f"{st['checks']}"
-    paper = f"{st['reproduced']} of {st['paper']} reproduced" + (f", {st['partly']} partly" if st["partly"] else "") \
-        + (f" ({st['not_discriminating']} not discriminating)" if st["not_discriminating"] else "")
-    return paper, f"{st['checks_holding']} of {st['checks']} hold on all {st['seeds']} seeds"
+    bt = st["by_tests"]
+    if st["registered"]:
+        heads = [f"{label}: {bt[k]['reproduced']} of {bt[k]['total']} reproduced"
+                 for k, label in (("paper", "paper's own"), ("proxy", "proxies")) if k in bt]
+    else:
+        heads = [f"not yet registered (issue {st['awaiting']}): {st['reproduced']} of {st['paper']} reproduced"]
+    extras = [f"{st['partly']} partly"] if st["partly"] else []
+    if st["not_reproduced"]:
+        extras.append(f"{st['not_reproduced']} not reproduced"
+                      + (f" ({st['withdrawn']} withdrawn)" if st["withdrawn"] else ""))
+    extras += [f"{st[k]} {k.replace('_', ' ').replace('seed independent', 'seed-independent')}"
+               for k in ("not_discriminating", "seed_independent") if st[k]]
+    return "; ".join(heads) + (f" ({', '.join(extras)})" if extras else ""), \
+        f"{st['checks_holding']} of {st['checks']} hold on all {st['seeds']} seeds"
+
+def book_headline(statuses: Sequence[dict]) -> str:
+    "One line for the book: the paper's own claims and proxies reproduced, apart, and the chapters not yet registered."
+    total = lambda key, field: sum(s["by_tests"].get(key, {}).get(field, 0) for s in statuses if s["seeds"] is not None)
+    parts = [f"paper's own claims: {total('paper', 'reproduced')} of {total('paper', 'total')} reproduced",
+             f"proxies: {total('proxy', 'reproduced')} of {total('proxy', 'total')}"]
+    if total("unclassified", "total"):
+        parts.append(f"in chapters not yet registered: {total('unclassified', 'reproduced')} of "
+                     f"{total('unclassified', 'total')}")
+    return "; ".join(parts)
