@@ -1500,6 +1500,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                         'icml25nb.optim.precond.cosh_sum': ('optim/precond.html#cosh_sum', 'icml25nb/optim/precond.py'),
                                         'icml25nb.optim.precond.dual_map': ('optim/precond.html#dual_map', 'icml25nb/optim/precond.py'),
                                         'icml25nb.optim.precond.experiment': ('optim/precond.html#experiment', 'icml25nb/optim/precond.py'),
+                                        'icml25nb.optim.precond.gd_armijo': ('optim/precond.html#gd_armijo', 'icml25nb/optim/precond.py'),
                                         'icml25nb.optim.precond.gd_best_step': ( 'optim/precond.html#gd_best_step',
                                                                                  'icml25nb/optim/precond.py'),
                                         'icml25nb.optim.precond.iters_to_tol': ( 'optim/precond.html#iters_to_tol',
