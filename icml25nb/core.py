@@ -576,10 +576,11 @@ def claim_discriminates(control_passed: Sequence[bool | None], control: Sequence
     fails = control_fails(control, control_passed) if control is not None else [p is False for p in control_passed]
     return n > 0 and 16 * (n - sum(fails)) <= 2 * n
 
-def seed_independent(values: Sequence) -> bool:
-    "Whether a value is the same on every seed (at least two): a closed form or an identity, not a seed's finding."
+def seed_independent(values: Sequence, min_seeds: int = 4) -> bool:
+    """Whether a value is the same on every seed (of at least `min_seeds`, so that two seeds that happen to agree
+    say nothing): a closed form or an identity, not a seed's finding."""
     vals = [_value(v) for v in values]
-    return len(vals) >= 2 and all((a == vals[0]) or (math.isnan(a) and math.isnan(vals[0])) for a in vals)
+    return len(vals) >= min_seeds and all((a == vals[0]) or (math.isnan(a) and math.isnan(vals[0])) for a in vals)
 
 def claim_status(kind: str, passed: Sequence[bool], control_passed: Sequence[bool | None] = (),
                  control: Sequence | None = None, withdrawn: bool = False, constant: bool = False) -> str:

@@ -503,7 +503,7 @@ def status_cells(st: dict) -> tuple[str, str]:
     extras = [f"{st['partly']} partly"] if st["partly"] else []
     if st["not_reproduced"]:
         extras.append(f"{st['not_reproduced']} not reproduced"
-                      + (f" ({st['withdrawn']} withdrawn)" if st["withdrawn"] else ""))
+                      + (f", {st['withdrawn']} of them withdrawn" if st["withdrawn"] else ""))
     extras += [f"{st[k]} {k.replace('_', ' ').replace('seed independent', 'seed-independent')}"
                for k in ("not_discriminating", "seed_independent") if st[k]]
     return "; ".join(heads) + (f" ({', '.join(extras)})" if extras else ""), \

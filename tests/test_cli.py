@@ -76,15 +76,19 @@ def test_claims_json_rows(two_runs, monkeypatch, capsys):
     rep = json.loads(capsys.readouterr().out)[CLI_CHAPTER]
     assert rep["seed"] == 1 and rep["contract_holds"] is True
     keys = {"id", "kind", "measured", "control_measured", "op", "threshold", "source", "passed", "control_passed",
-            "discriminating"}
+            "discriminating", "tests", "control_basis", "status", "error"}
     assert all(keys <= set(row) for row in rep["claims"])
     assert [row["id"] for row in rep["claims"]] == [c.id for c in chapter.claims]
     paper = [row for row in rep["claims"] if row["kind"] == "paper"]
-    assert len(paper) >= 2 and all(row["control_passed"] is False and row["discriminating"] for row in paper)
-    # text output: both tables
+    assert len(paper) >= 2
+    for row in paper:  # discriminating is a finding, computed the same way for every row: the control measured and failing
+        finite = row["control_measured"] is not None and row["control_measured"] not in ("inf", "-inf")
+        assert row["discriminating"] == (row["control_passed"] is False and finite), row
+        assert row["tests"] in ("paper", "proxy") and row["control_basis"], row
+    # text output: both tables, where the controls come from, and the one decision (nothing broken)
     assert cli_mod.main(["claims", CLI_CHAPTER]) == 0
     text = capsys.readouterr().out
-    assert "paper claims" in text and "checks" in text and "contract holds in 1 of 1" in text
+    assert "paper claims" in text and "checks" in text and "controls:" in text and "nothing broken in 1 of 1" in text
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -94,6 +98,9 @@ def test_claims_json_rows(two_runs, monkeypatch, capsys):
     (("claims", "precond", "--seed", "abc"), "argument --seed: must be a non-negative integer"),
     (("claims", "precond", "--all"), "not both"),
     (("bench", "nope"), "unknown kernel 'nope'"),
+    (("register", "no_such_chapter"), "unknown chapter 'no_such_chapter'"),
+    (("register", "precond"), "already registered"),
+    (("sweep", "mnl", "--seeds", "0-1"), "will not write the committed sweep file of mnl"),
     (("launch",), "invalid choice"),
     ((), "required"),
 ])

@@ -1,4 +1,5 @@
 """The built docs site (`make docs`, run by `make test` before pytest): pages, math, plots, API docs, offline."""
+import html
 import os
 import re
 from pathlib import Path
@@ -20,7 +21,8 @@ LOADS = re.compile(r"<(?:script|img|iframe|source|video|audio|embed)\b[^>]*\bsrc
 
 
 def test_every_chapter_and_foundation_page_is_built():
-    for rel in ["index.html", "00_core.html", "01_cli.html", "02_tinylm.html", "03_sweep.html", "04_pareto.html", "05_control.html", "06_graphdata.html",
+    for rel in ["index.html", "00_core.html", "01_cli.html", "02_tinylm.html", "03_sweep.html", "04_pareto.html",
+                "05_control.html", "06_graphdata.html", "07_registration.html",
                 "efficient/02_pipeline.html", "efficient/01_lowra.html",
                 "optim/01_precond.html", "claims.html",
                 "search.html", "searchindex.js"]:
@@ -69,23 +71,33 @@ def test_sidebar_lists_parts_and_chapters():
 
 
 def test_dashboard_reads_the_committed_sweeps():
-    from icml25nb.core import chapters, load_sweep
-    from icml25nb.sweep import chapter_status
+    from icml25nb.core import chapters, load_sweep, record_verdicts
+    from icml25nb.sweep import book_headline, chapter_status
     page = (SITE / "claims.html").read_text()
-    assert "Book-wide" in page and "not discriminating" in page
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())  # as a reader sees it
+    assert "Book-wide" in page and "not discriminating" in page and "seed-independent" in page
+    statuses = [chapter_status(c) for c in chapters()]
+    assert " ".join(book_headline(statuses).split()) in text.replace("\u2019", "'")
     swept = [c for c in chapters() if load_sweep(c) is not None]
     assert {"precond", "mincut"} <= {c.slug for c in swept}
     for c in swept:
         rec, st = load_sweep(c), chapter_status(c)
-        # every paper claim with its status and its seeds passed, as the sweep file says
+        # every paper claim with its status and its seeds passed, as the sweep file says by today's rules
         for cid, r in rec["claims"].items():
             assert cid in page, cid
             if r["kind"] == "paper":
-                assert f"{sum(r['passed'])}/{len(rec['seeds'])}" in page
-        text = " ".join(re.sub(r"<[^>]+>", " ", page).split())  # the summary table's row, as a reader sees it
-        assert (f"{c.slug} {c.part} {c.level} {st['seeds']} {st['paper']} {st['reproduced']} {st['partly']} "
-                f"{st['not_reproduced']} {st['not_discriminating']} {st['checks_holding']} of {st['checks']}") in text
+                assert f"{sum(record_verdicts(r)[0])}/{len(rec['seeds'])}" in page
+        registered = (st["registrations"][-1]["date"][:10] + (f" ({len(st['registrations'])}x)"
+                      if len(st["registrations"]) > 1 else "") if st["registered"] else f"no (issue {st['awaiting']})")
+        assert (f"{c.slug} {c.part} {c.level} {registered} {st['seeds']} {st['paper']} {st['reproduced']} "
+                f"{st['partly']} {st['not_reproduced']} {st['not_discriminating']} {st['seed_independent']} "
+                f"{st['checks_holding']} of {st['checks']}") in text, c.slug
         img = re.search(rf'<img[^>]*src="([^"]*{c.slug}\.png)"', page)
         assert img and (SITE / img.group(1)).resolve().exists(), f"{c.slug}: no strip plot"
         chapter_page = (SITE / c.notebook.replace(".ipynb", ".html")).read_text()
         assert "Reproduction over seeds" in chapter_page and f"{c.slug}.png" in chapter_page
+        # the registration, and every re-registration with its reason, on the chapter's page
+        assert "Registration:" in chapter_page
+        readable = html.unescape(chapter_page).replace("\u2019", "'").replace("\u201c", '"').replace("\u201d", '"')
+        for e in st["registrations"][1:]:
+            assert e["reason"][:40] in readable, (c.slug, e["reason"])

@@ -113,26 +113,58 @@ def _html(text: str) -> str:
     return html.escape(str(text))
 
 
+def registration_lines(c) -> list[str]:
+    "Markdown lines: when the chapter's claims were registered, and every re-registration with its reason and changes."
+    from icml25nb.registration import AWAITING_REGISTRATION, load_registration
+    reg = load_registration(c)
+    if reg is None:
+        issue = AWAITING_REGISTRATION.get(c.slug)
+        return ["", f"**Registration:** not yet registered" + (f" (issue {issue} registers this chapter; its sweep "
+                "predates registration and was not made from a verifiable clean commit)." if issue else "."), ""]
+    first = reg["entries"][0]
+    lines = ["", f"**Registration:** claims registered {first['date'][:10]} at commit `{first['commit'][:10]}` (spec "
+             f"sha256 `{first['spec_sha256'][:12]}`, seeds {first['seeds'][0]}-{first['seeds'][-1]} run then)."]
+    for e in reg["entries"][1:]:
+        changes = "; ".join(e["changes"]) or "no listed change"
+        lines.append(f"Re-registered {e['date'][:10]} at `{e['commit'][:10]}`: *{_esc(e['reason'])}* ({_esc(changes)}).")
+    return lines + [""]
+
+
 def sweep_section(c, static: Path, static_url: str) -> list[str]:
-    "Markdown lines for one chapter's committed sweep: paper claims table, strip plot (saved in `static`), checks."
+    "Markdown lines for one chapter's committed sweep: registration, paper claims table, strip plot (saved in `static`), checks."
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from icml25nb.core import _fmt, load_sweep
+    from icml25nb.core import _fmt, load_sweep, record_claim_status, record_verdicts
     from icml25nb.sweep import _spread, strip_plot
     rec = load_sweep(c)
     n = len(rec["seeds"])
-    lines = ["", f"Sweep: seeds {rec['seeds'][0]}-{rec['seeds'][-1]} at scale {rec['scale']}, version "
-             f"`{rec['version']}`, {sum(rec['wall_s']):.0f} s of compute.", "",
-             "| claim | statement | threshold (source) | method: median [range] | control: median [range] | "
-             "passes | control passes | status |", "|---|---|---|---|---|---|---|---|"]
+    claims = {x.id: x for x in c.claims}
+    commit = f", commit `{rec['commit'][:10]}`" + (" (dirty tree)" if rec.get("dirty") else "") if rec.get("commit") else ""
+    lines = registration_lines(c) + [
+        f"Sweep: seeds {rec['seeds'][0]}-{rec['seeds'][-1]} at scale {rec['scale']}, version `{rec['version']}`{commit}, "
+        f"{sum(rec['wall_s']):.0f} s of compute.", "",
+        "| claim | tests | statement | threshold (source) | method: median [range] | control: median [range] | "
+        "passes | control passes | status |", "|---|---|---|---|---|---|---|---|---|"]
     for cid, r in rec["claims"].items():
         if r["kind"] != "paper":
             continue
-        status = r["status"] + ("" if r["discriminating"] else ", **not discriminating**")
-        lines.append(f"| {cid} | {_esc(r['statement'])} | {r['op']} {_fmt(r['threshold'])} ({r['source']}) | "
-                     f"{_spread(r['measured'])} | {_spread(r['control'])} | {sum(r['passed'])}/{n} | "
-                     f"{sum(r['control_passed'])}/{n} | {status} |")
+        passed, cpassed = record_verdicts(r)
+        status = record_claim_status(r, claims.get(cid))
+        if status in ("not discriminating", "seed-independent", "withdrawn"):
+            status = f"**{status}**"
+        lines.append(f"| {cid} | {r.get('tests') or (claims[cid].tests if cid in claims else '') or '-'} | "
+                     f"{_esc(r['statement'])} | {r['op']} {_fmt(r['threshold'])} ({r['source']}) | "
+                     f"{_spread(r['measured'])} | {_spread(r['control'])} | {sum(passed)}/{n} | "
+                     f"{sum(map(bool, cpassed))}/{n} | {status} |")
+    missing = [x for x in c.claims if x.id not in rec["claims"]]
+    for x in missing:
+        lines.append(f"| {x.id} | {x.tests or '-'} | {_esc(x.statement)} | {x.op} {_fmt(x.threshold)} ({x.source}) | "
+                     f"not in this sweep | | | | **withdrawn** |")
+    basis = [f"- `{x.id}`: {_esc(x.control_basis)}" for x in c.claims if x.kind == "paper" and x.control_basis]
+    withdrawn = [f"- `{x.id}` is withdrawn: {_esc(x.reason)}" for x in c.claims if x.withdrawn]
+    if basis or withdrawn:
+        lines += ["", "Where each control comes from, and why a claim was withdrawn:", ""] + basis + withdrawn
     (static / "sweeps").mkdir(parents=True, exist_ok=True)
     png = static / "sweeps" / f"{c.slug}.png"
     if not png.exists():
@@ -142,20 +174,33 @@ def sweep_section(c, static: Path, static_url: str) -> list[str]:
     lines += ["", f"![{c.slug}: paper claims per seed]({static_url}/sweeps/{c.slug}.png)", ""]
     checks = [(cid, r) for cid, r in rec["claims"].items() if r["kind"] != "paper"]
     if checks:
+        st = {cid: record_claim_status(r, claims.get(cid)) for cid, r in checks}
         rows = "".join(f"<tr><td>{_html(cid)}</td><td>{_html(r['statement'])}</td>"
                        f"<td>{_html(r['op'])} {_html(_fmt(r['threshold']))}</td><td>{_html(_spread(r['measured']))}"
-                       f"</td><td>{sum(r['passed'])}/{n}</td><td>{_html(r['status'])}</td></tr>" for cid, r in checks)
-        lines += [f"<details><summary>Checks: {sum(r['status'] == 'passes' for _, r in checks)} of {len(checks)} "
+                       f"</td><td>{sum(record_verdicts(r)[0])}/{n}</td><td>{_html(st[cid])}</td></tr>"
+                       for cid, r in checks)
+        lines += [f"<details><summary>Checks: {sum(v == 'passes' for v in st.values())} of {len(checks)} "
                   f"hold on every seed</summary><table class=\"table\"><thead><tr><th>check</th><th>statement</th>"
                   f"<th>threshold</th><th>measured: median [range]</th><th>holds</th><th>status</th></tr></thead>"
                   f"<tbody>{rows}</tbody></table></details>", ""]
     return lines
 
 
+STATUS_TEXT = ("A paper claim's status over the seeds of its sweep, by the book's rules: *withdrawn* (the chapter "
+               "withdrew it, with its reason; it is still evaluated and counts as not reproduced); *seed-independent* "
+               "(its value or its control's is the same on every seed: a check counted as a finding); *not "
+               "reproduced* (it passes on no seed); *not discriminating* (its control does not fail on more than 2 of "
+               "16 seeds: the effect does not need the paper's ingredient, or the threshold is too lax); *reproduced* "
+               "(it passes on at least 14 of 16 seeds and its control fails on at least 14); *partly* (otherwise). A "
+               "value that is NaN or infinite fails, whatever the comparison, so a control that cannot be measured "
+               "never makes its claim discriminate. Each paper claim also says whether it tests the paper's own "
+               "statement (*paper*) or a stand-in (*proxy*); the headline counts the two apart.")
+
+
 def dashboard(static: Path) -> str:
     "The claims dashboard: per chapter, each paper claim's reproduction over the committed sweep's seeds, and checks."
     from icml25nb.core import chapters
-    from icml25nb.sweep import chapter_status
+    from icml25nb.sweep import book_headline, chapter_status
     chs = chapters()
     sts = [chapter_status(c) for c in chs]
     swept = [s for s in sts if s["seeds"] is not None]
@@ -164,27 +209,30 @@ def dashboard(static: Path) -> str:
              "Every chapter ends with its claims: **paper claims**, effects the paper reports, each measured by the "
              "chapter's own run beside a **control** (the same metric with the paper's ingredient removed or swapped "
              "for its baseline) that must fail; and **checks**, consistency properties that must hold on every seed. "
-             "A paper claim is *reproduced* when it passes on at least 14 of 16 seeds and its control on at most 2; "
-             "*partly* when it passes on some seeds; *not reproduced* when it passes on none. The numbers below come "
-             "from the committed sweeps (`icml25nb sweep SLUG --seeds 0-15`, one JSON file next to each notebook), "
-             "and each notebook checks that its own seed-0 run still agrees with them.", "",
-             f"**Book-wide:** {sum(s['paper'] for s in swept)} paper claims in {len(swept)} swept chapter(s): "
-             f"**{total('reproduced')} reproduced, {total('partly')} partly, {total('not_reproduced')} not reproduced**; "
-             f"{total('not_discriminating')} not discriminating. Checks: {total('checks_holding')} of "
-             f"{sum(s['checks'] for s in swept)} hold on every seed.", ""]
+             "Claims are registered (`icml25nb register SLUG`, a file committed before the sweep) and swept "
+             "(`icml25nb sweep SLUG --seeds 0-15`, one JSON file next to each notebook, written only from a clean "
+             "tree for registered claims); each notebook checks that its own seed-0 run still agrees with its sweep.",
+             "", STATUS_TEXT, "",
+             f"**Book-wide:** {book_headline(sts)}. Over all {total('paper')} paper claims in {len(swept)} swept "
+             f"chapter(s): {total('reproduced')} reproduced, {total('partly')} partly, {total('not_reproduced')} not "
+             f"reproduced ({total('withdrawn')} withdrawn), {total('not_discriminating')} not discriminating, "
+             f"{total('seed_independent')} seed-independent. Checks: {total('checks_holding')} of "
+             f"{total('checks')} hold on every seed.", ""]
     pending = [s for s in sts if s["seeds"] is None]
     if pending:
-        lines += [f"Not yet under the contract (claims not yet classified or not yet swept): "
-                  + ", ".join(f"`{s['slug']}` ({s['provisional'] or s['paper'] + s['checks']} claims)" for s in pending)
-                  + ".", ""]
-    lines += ["| chapter | part | level | seeds | paper claims | reproduced | partly | not reproduced | "
-              "not discriminating | checks holding |", "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"Not yet under the contract (claims not yet classified, not yet swept, or the sweep is stale): "
+                  + ", ".join(f"`{s['slug']}` ({s['provisional'] or s['paper'] + s['checks']} claims"
+                              + (", stale" if s["stale"] else "") + ")" for s in pending) + ".", ""]
+    lines += ["| chapter | part | level | registered | seeds | paper claims | reproduced | partly | not reproduced | "
+              "not discriminating | seed-independent | checks holding |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c, s in zip(chs, sts):
         if s["seeds"] is None:
             continue
         link = f"[{c.slug}]({c.notebook.replace('.ipynb', '')}.ipynb)"
-        lines.append(f"| {link} | {c.part} | {c.level} | {s['seeds']} | {s['paper']} | {s['reproduced']} | "
-                     f"{s['partly']} | {s['not_reproduced']} | {s['not_discriminating']} | "
+        registered = (s["registrations"][-1]["date"][:10] + (f" ({len(s['registrations'])}x)" if len(s["registrations"]) > 1
+                      else "") if s["registered"] else f"no (issue {s['awaiting']})")
+        lines.append(f"| {link} | {c.part} | {c.level} | {registered} | {s['seeds']} | {s['paper']} | {s['reproduced']} | "
+                     f"{s['partly']} | {s['not_reproduced']} | {s['not_discriminating']} | {s['seed_independent']} | "
                      f"{s['checks_holding']} of {s['checks']} |")
     for c, s in zip(chs, sts):
         if s["seeds"] is not None:

@@ -1,0 +1,256 @@
+"""Claims that cannot be bent (registration, module `icml25nb.registration`):
+
+- on the book itself: no claim id that was ever committed in a sweep or registration file has vanished from its
+  chapter's `CLAIMS`; every registered chapter's committed sweep was made from a clean tree, with today's claims,
+  after its registration, from a commit in HEAD's history, with no seed-independent paper claim; every chapter is
+  registered or named in `AWAITING_REGISTRATION` with the issue that registers it;
+- in a scratch git repository built here, with a toy chapter: `sweep` refuses a dirty tree, an unregistered
+  chapter and claims that differ from their registration; `register` refuses a dirty tree, a second first
+  registration and a registration that drops a claim; the history walk catches a deleted claim id; a sweep from a
+  commit that does not descend from its registration is caught;
+- the rules themselves: NaN and infinities fail under every operator; a withdrawn claim counts as not reproduced; the
+  seed-independence flag fires on a constant metric; the README headline counts `tests="paper"` and
+  `tests="proxy"` apart.
+
+Without git history (an sdist, an installed copy, a shallow clone) the tests on the book's history skip and say why.
+"""
+import json
+import math
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from icml25nb.core import (OPS, Chapter, Claim, _REGISTRY, chapters, check_scale, evaluate_claim, load_sweep,
+                           make_rng, register)
+from icml25nb.registration import (AWAITING_REGISTRATION, claims_spec, git, git_head, git_history_problem,
+                                   load_registration, register_claims, register_path, registration_problems,
+                                   spec_hash, sweep_provenance_problems, vanished_claims)
+from icml25nb.sweep import book_headline, chapter_status, status_cells, sweep, sweep_record, sweep_problems, run_seed
+
+ROOT = Path(__file__).resolve().parents[1]
+NO_HISTORY = git_history_problem(ROOT)
+needs_history = pytest.mark.skipif(bool(NO_HISTORY), reason=f"no git history to check: {NO_HISTORY}")
+
+
+# --- the book itself -------------------------------------------------------------------------------------------
+
+@needs_history
+def test_no_committed_claim_has_vanished():
+    assert vanished_claims(ROOT) == []
+
+
+@pytest.mark.parametrize("chapter", chapters(), ids=lambda c: c.slug)
+def test_every_chapter_is_registered_or_awaiting_its_issue(chapter):
+    reg = load_registration(chapter)
+    if reg is None:
+        assert chapter.slug in AWAITING_REGISTRATION, \
+            f"{chapter.slug}: not registered; run `icml25nb register {chapter.slug}` and commit the file it writes"
+        return
+    assert chapter.slug not in AWAITING_REGISTRATION, \
+        f"{chapter.slug} is registered: remove it from AWAITING_REGISTRATION (nbs/07_registration.ipynb)"
+    assert reg["chapter"] == chapter.slug and reg["entries"], reg
+    for c in chapter.claims:
+        if c.kind == "paper":
+            assert c.tests in ("paper", "proxy") and c.control_basis.strip(), \
+                f"{chapter.slug}.{c.id}: a registered paper claim says what it tests and where its control comes from"
+    last = reg["entries"][-1]
+    assert last["spec_sha256"] == spec_hash(claims_spec(chapter.claims)), \
+        f"{chapter.slug}: CLAIMS differ from registration {last['n']}: `icml25nb register {chapter.slug} --again REASON`"
+    for e in reg["entries"][1:]:
+        assert e["reason"].strip() and e["changes"], f"{chapter.slug}: re-registration {e['n']} lacks a reason or a change"
+
+
+@needs_history
+@pytest.mark.parametrize("chapter", [c for c in chapters() if load_registration(c) is not None], ids=lambda c: c.slug)
+def test_registered_chapters_sweep_is_verifiable(chapter):
+    rec = load_sweep(chapter)
+    assert rec is not None, f"{chapter.slug}: registered but no committed sweep"
+    assert sweep_provenance_problems(rec, chapter, ROOT) == []
+    # the register file and the sweep file are both in HEAD (not just in the working tree)
+    for path in (register_path(chapter), ROOT / "nbs" / chapter.notebook.replace(".ipynb", ".sweep.json")):
+        rel = path.relative_to(ROOT).as_posix()
+        assert git(ROOT, "ls-files", rel) == rel, f"{rel} is not committed"
+
+
+def test_the_worked_examples_are_registered():
+    # issue 45: precond and mincut are migrated as worked examples
+    for slug in ("precond", "mincut"):
+        assert slug not in AWAITING_REGISTRATION and load_registration(slug) is not None, slug
+
+
+# --- the rules -------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", list(OPS))
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_fails_under_every_op(op, value):
+    claim = Claim("x", "s", "m", op, 0.0, kind="paper", control="c", source="derived")
+    row = evaluate_claim(claim, {"m": value, "c": value})
+    assert not row.passed and row.control_passed is False and row.discriminating is False
+    assert "not finite" in row.note and not row.error
+    # and a finite control that fails still makes a finite-but-failing claim discriminate
+    failing = {"<": 1.0, "<=": 1.0, "==": 1.0, ">": -1.0, ">=": -1.0, "!=": 0.0}[op]
+    assert evaluate_claim(claim, {"m": value, "c": failing}).discriminating
+
+
+def _toy_experiment(scale: str = "fast", seed: int = 0) -> dict:
+    check_scale(scale)
+    u = float(make_rng(seed).random())
+    return {"method": 3 + u, "baseline": 1 + u, "sum": 1.0, "closed_form": 5.0, "proxy": 2 + u}
+
+
+def _toy_claims(threshold=2.0, drop=False, withdraw=False):
+    claims = [Claim("beats", "method >= threshold", "method", ">=", threshold, kind="paper", control="baseline",
+                    source="derived", tests="paper", control_basis="the toy's baseline",
+                    **(dict(status="withdrawn", reason="a test withdrawal") if withdraw else {})),
+              Claim("proxy_beats", "proxy >= 2", "proxy", ">=", 2.0, kind="paper", control="baseline",
+                    source="issue 45, claim 5", tests="proxy", control_basis="the toy's baseline")]
+    return claims + ([] if drop else [Claim("sum_is_one", "an identity", "sum", "==", 1.0, kind="check")])
+
+
+@pytest.fixture
+def toy(tmp_path):
+    "A toy chapter in a scratch git repository with one commit: (chapter, repo root)."
+    repo = tmp_path / "book"
+    (repo / "nbs" / "optim").mkdir(parents=True)
+    for args in (["init", "-q"], ["config", "user.email", "t@example.com"], ["config", "user.name", "t"]):
+        git(repo, *args)
+    (repo / "nbs" / "optim" / "99_toy.ipynb").write_text("{}")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "toy chapter")
+    ch = register(Chapter("toy_registration_test", "optim", "A toy", "nobody", _toy_experiment, _toy_claims(),
+                          level="toy analogue", notebook="optim/99_toy.ipynb"))
+    yield ch, repo
+    _REGISTRY.pop("toy_registration_test", None)
+    shutil.rmtree(repo, ignore_errors=True)
+
+
+def _commit(repo, msg):
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", msg)
+
+
+def test_sweep_refuses_unregistered_dirty_and_changed(toy):
+    ch, repo = toy
+    with pytest.raises(ValueError, match="is not registered"):
+        sweep(ch, "0-3", engine="serial", root=repo)
+    entry = register_claims(ch, root=repo, engine="serial")
+    assert entry["n"] == 1 and entry["commit"] == git_head(repo) and entry["seeds"] == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="not clean"):  # the register file is not committed yet
+        sweep(ch, "0-3", engine="serial", root=repo)
+    _commit(repo, "register toy")
+    (repo / "scratch.txt").write_text("an uncommitted edit")
+    with pytest.raises(ValueError, match="not clean"):
+        sweep(ch, "0-3", engine="serial", root=repo)
+    (repo / "scratch.txt").unlink()
+    ch.claims = _toy_claims(threshold=3.5)  # a moved threshold
+    with pytest.raises(ValueError, match="differ from registration 1"):
+        sweep(ch, "0-3", engine="serial", root=repo)
+    ch.claims = _toy_claims()
+    rec = sweep(ch, "0-15", engine="serial", root=repo)
+    assert rec["dirty"] is False and rec["registration"]["commit"] == entry["commit"]
+    # an exploratory sweep elsewhere is never gated
+    sweep(ch, "0-1", engine="serial", root=repo, out=repo.parent / "explore")
+
+
+def test_register_refuses_dirty_twice_and_dropped_claims(toy):
+    ch, repo = toy
+    (repo / "scratch.txt").write_text("x")
+    with pytest.raises(ValueError, match="clean tree"):
+        register_claims(ch, root=repo, engine="serial")
+    (repo / "scratch.txt").unlink()
+    ch.claims = [Claim("p", "s", "method", ">=", 1.0, kind="paper", control="baseline", source="derived"),
+                 Claim("q", "s", "sum", "==", 1.0, kind="check")]
+    with pytest.raises(ValueError, match="needs tests="):
+        register_claims(ch, root=repo, engine="serial")
+    ch.claims = _toy_claims()
+    with pytest.raises(ValueError, match="not registered yet"):
+        register_claims(ch, again="why", root=repo, engine="serial")
+    register_claims(ch, root=repo, engine="serial")
+    _commit(repo, "register toy")
+    with pytest.raises(ValueError, match="already registered"):
+        register_claims(ch, root=repo, engine="serial")
+    with pytest.raises(ValueError, match="have not changed"):
+        register_claims(ch, again="nothing", root=repo, engine="serial")
+    ch.claims = _toy_claims(drop=True)
+    with pytest.raises(ValueError, match="never deleted"):
+        register_claims(ch, again="drop the check", root=repo, engine="serial")
+    ch.claims = _toy_claims(withdraw=True)
+    e2 = register_claims(ch, again="withdraw the toy claim", root=repo, engine="serial")
+    assert e2["n"] == 2 and e2["changes"] == ["beats: status 'active' -> 'withdrawn'"]
+    doc = json.loads(register_path(ch, repo).read_text())
+    assert [e["reason"] for e in doc["entries"]] == ["first registration", "withdraw the toy claim"]
+
+
+def test_history_catches_a_deleted_claim(toy):
+    ch, repo = toy
+    register_claims(ch, root=repo, engine="serial")
+    _commit(repo, "register toy")
+    sweep(ch, "0-3", engine="serial", root=repo)
+    _commit(repo, "sweep toy")
+    assert vanished_claims(repo, [ch]) == []
+    ch.claims = _toy_claims(drop=True)  # sum_is_one deleted from CLAIMS (in the working tree, not registered)
+    found = vanished_claims(repo, [ch])
+    assert len(found) == 1 and found[0].startswith("toy_registration_test.sum_is_one")
+
+
+def test_sweep_provenance_problems_catch_each_defect(toy):
+    ch, repo = toy
+    register_claims(ch, root=repo, engine="serial")
+    _commit(repo, "register toy")
+    sweep(ch, "0-15", engine="serial", root=repo)
+    _commit(repo, "sweep toy")
+    rec = json.loads((repo / "nbs" / "optim" / "99_toy.sweep.json").read_text())
+    assert sweep_provenance_problems(rec, ch, repo) == []
+    assert any("dirty" in p for p in sweep_provenance_problems({**rec, "dirty": True}, ch, repo))
+    assert any("stale" in p for p in sweep_provenance_problems({**rec, "spec_sha256": "0" * 64}, ch, repo))
+    # a sweep whose registration commit does not precede it
+    later = {**rec, "registration": {**rec["registration"], "commit": git_head(repo)}}
+    assert any("not an ancestor" in p for p in sweep_provenance_problems(later, ch, repo))
+    # a sweep made from a commit on another branch (not in HEAD's history)
+    git(repo, "checkout", "-q", "-b", "other")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "elsewhere")
+    elsewhere = git_head(repo)
+    git(repo, "checkout", "-q", "-")
+    assert any("not in HEAD's history" in p for p in sweep_provenance_problems({**rec, "commit": elsewhere}, ch, repo))
+    assert any("incomplete" in p for p in sweep_provenance_problems({**rec, "seeds": [0, 1]}, ch, repo))
+
+
+def test_seed_independence_flag_fires_on_a_constant_metric(toy):
+    ch, _ = toy
+    ch.claims = _toy_claims() + [Claim("closed_form", "a closed form", "closed_form", ">=", 4.0, kind="paper",
+                                       control="baseline", source="derived", tests="paper", control_basis="b")]
+    rec = sweep_record(ch, "fast", {s: run_seed(ch.slug, "fast", s) for s in range(6)}, version="t")
+    assert rec["claims"]["closed_form"]["seed_independent"] and rec["claims"]["closed_form"]["status"] == "seed-independent"
+    assert not rec["claims"]["beats"]["seed_independent"]
+    assert any(p.startswith("closed_form: seed-independent") for p in sweep_problems(rec))
+    # a claim that declares why its value sits at a bound is not flagged as a problem
+    ch.claims = ch.claims[:-1] + [Claim("closed_form", "at its bound", "closed_form", ">=", 4.0, kind="paper",
+                                        control="baseline", source="derived", tests="paper", control_basis="b",
+                                        saturated="the metric sits at its bound on every seed")]
+    rec = sweep_record(ch, "fast", {s: run_seed(ch.slug, "fast", s) for s in range(6)}, version="t")
+    assert rec["claims"]["closed_form"]["status"] == "reproduced" and sweep_problems(rec) == []
+
+
+def test_withdrawn_claim_counts_as_not_reproduced_and_headline_counts_apart(toy):
+    ch, repo = toy
+    ch.claims = _toy_claims(withdraw=True)
+    register_claims(ch, root=repo, engine="serial")
+    _commit(repo, "register toy")
+    sweep(ch, "0-15", engine="serial", root=repo)
+    st = chapter_status(ch, root=repo)
+    assert (st["registered"], st["seeds"], st["withdrawn"]) == (True, 16, 1)
+    assert st["statuses"]["beats"] == "withdrawn" and st["statuses"]["proxy_beats"] == "reproduced"
+    assert st["not_reproduced"] == 1 and st["reproduced"] == 1  # the withdrawn claim, though it passes everywhere
+    assert st["by_tests"] == {"paper": {"reproduced": 0, "total": 1}, "proxy": {"reproduced": 1, "total": 1}}
+    paper, checks = status_cells(st)
+    assert paper == "paper's own: 0 of 1 reproduced; proxies: 1 of 1 reproduced (1 not reproduced, 1 of them withdrawn)"
+    assert checks == "1 of 1 hold on all 16 seeds"
+    assert book_headline([st]) == "paper's own claims: 0 of 1 reproduced; proxies: 1 of 1"
+
+
+def test_readme_headline_is_the_books():
+    readme = (ROOT / "README.md").read_text()
+    head = book_headline([chapter_status(c) for c in chapters()])
+    assert f"**Book-wide, from the committed sweeps:** {head}." in readme
