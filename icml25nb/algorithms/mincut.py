@@ -490,10 +490,11 @@ def authors_setting(cfg: dict, seed: int) -> dict:
         eta0_ratio=float(np.max(mean[:, bn, j0] / k_mean)),
         half_ratio=float(np.max(mean[:, bn, jh] / k_mean)),
         blind_repetitions=blind, blind_mean=blind.mean(axis=-1),
-        # the controls: the same ratio with the prediction's information removed (same weight, drawn blind), B = n
-        blind_eta0_ratio=(float(np.max(blind[:, blind_etas.index(0.0)].mean(axis=-1) / k_mean))
+        # the controls: the same ratio with the prediction's information removed (same weight, drawn blind), B = n,
+        # in the rho panel most favourable to the control (the claims hold in every panel, the worst one)
+        blind_eta0_ratio=(float(np.min(blind[:, blind_etas.index(0.0)].mean(axis=-1) / k_mean))
                           if 0.0 in blind_etas else float("nan")),
-        blind_half_ratio=(float(np.max(blind[:, blind_etas.index(0.5)].mean(axis=-1) / k_mean))
+        blind_half_ratio=(float(np.min(blind[:, blind_etas.index(0.5)].mean(axis=-1) / k_mean))
                           if 0.5 in blind_etas else float("nan")),
         no_prediction_ratio=float(np.max(k2_mean / k_mean)),  # the noise floor: Karger's mean over Karger's
         eta1_ratio=(mean[:, bn, j1] / k_mean).tolist(),
@@ -679,12 +680,18 @@ def plots(result: dict) -> dict:
 
 # %% ../../nbs/algorithms/01_mincut.ipynb #d1d97127
 _PREREG = ("fixed 2026-12-03 on seeds 0-3 (fast scale) before seeds 4-15 were run; seeds 0-3: {}")
-_BLIND = ("the threshold was kept when the control was replaced on 2026-12-06 (issue 45), before the new control had "
-          "been run on any seed; its seeds 0-3 are in the registration file")
+_BLIND = ("the threshold was kept when the control was replaced on 2026-12-06 (issue 45). History of the control: on "
+          "2026-12-03 a random prediction of the same weight was the control on seeds 0-3 (its worst-panel ratio came "
+          "down to 0.54 on one seed when it happened to contain node 0's edges) and was replaced, before seeds 4-15, "
+          "by plain Karger on a fresh stream (an A/A ratio around 1, a placebo); on 2026-12-06 the blind prediction "
+          "came back, because a control must be able to pass, now taken in the rho panel most favourable to it; in "
+          "this form it was first run by the registration (seeds 0-3 in the registration file)")
 _BLIND_BASIS = ("the paper's ingredient, the prediction's information about the cut, removed and nothing else: boosted "
                 "Karger with the same B = n and a prediction of the same weight drawn without looking at the cut "
-                "(uninformative_predictions), on the same graph against the same Karger runs; the authors' figures "
-                "plot only plain Karger, which is the claim's own baseline (the denominator)")
+                "(uninformative_predictions), on the same graph against the same Karger runs, in the rho panel most "
+                "favourable to it (the claim must hold in every panel; at rho = 0 a blind prediction of weight lambda "
+                "is almost no prediction); the authors' figures plot only plain Karger, which is the claim's own "
+                "baseline (the denominator)")
 CLAIMS = [
     Claim("exact_predictions_fewer_repetitions",
           "Authors' setting, eta = 0 (every rho): boosted Karger (B = n) needs at most 0.1x Karger's repetitions",
@@ -700,7 +707,7 @@ CLAIMS = [
                 "predictions'; the derived bound at eta = 1/2 is ~n(1+rho) trials against n^2). "
                 + _PREREG.format("0.196, 0.216, 0.162, 0.233 (the control of the time, plain Karger again: "
                                  "1.10, 1.35, 0.90, 1.25)") + "; " + _BLIND,
-          tests="paper", control_basis=_BLIND_BASIS),
+          tests="proxy", control_basis=_BLIND_BASIS),
     Claim("warm_start_fewer_trials",
           "Ring family: predictions learned from earlier instances' cuts need >= 5x fewer trials than plain Karger",
           "warm_ratio", ">=", 5.0, kind="paper", control="warm_ratio_control", source="preregistered",
