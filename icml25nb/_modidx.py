@@ -1658,6 +1658,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                        'icml25nb.registration.git_history_problem': ( 'registration.html#git_history_problem',
                                                                                       'icml25nb/registration.py'),
                                        'icml25nb.registration.is_ancestor': ('registration.html#is_ancestor', 'icml25nb/registration.py'),
+                                       'icml25nb.registration.is_sweep_output': ( 'registration.html#is_sweep_output',
+                                                                                  'icml25nb/registration.py'),
                                        'icml25nb.registration.load_registration': ( 'registration.html#load_registration',
                                                                                     'icml25nb/registration.py'),
                                        'icml25nb.registration.register_claims': ( 'registration.html#register_claims',
