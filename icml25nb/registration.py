@@ -19,8 +19,8 @@ from .core import Chapter, Claim, chapter_file, chapters, get_chapter, repo_root
 # %% auto #0
 __all__ = ['AWAITING_REGISTRATION', 'REGISTER_SEEDS', 'HISTORY_GLOBS', 'NoHistory', 'git', 'git_history_problem', 'git_head',
            'dirty_paths', 'is_sweep_output', 'is_ancestor', 'committed_at', 'claims_spec', 'spec_hash', 'spec_changes',
-           'register_path', 'load_registration', 'current_registration', 'register_claims', 'registration_problems',
-           'sweep_provenance', 'sweep_provenance_problems', 'claim_history', 'vanished_claims']
+           'register_path', 'load_registration', 'current_registration', 'write_json_atomic', 'register_claims',
+           'registration_problems', 'sweep_provenance', 'sweep_provenance_problems', 'claim_history', 'vanished_claims']
 
 # %% ../nbs/07_registration.ipynb #f8a8c940
 class NoHistory(RuntimeError):
@@ -126,8 +126,9 @@ def current_registration(chapter: Chapter | str, root: Path | None = None) -> di
     reg = load_registration(chapter, root)
     return reg["entries"][-1] if reg and reg.get("entries") else None
 
-def _write_json(path: Path, obj: dict) -> None:
-    "Write `obj` as JSON atomically: a unique temporary file in the same folder, then `os.replace`."
+def write_json_atomic(path: Path, obj: dict) -> None:
+    """Write `obj` as JSON atomically: a unique temporary file in the same folder, then `os.replace`, so that a reader
+    never sees half a file and two writers never trip over one temporary name."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
@@ -198,7 +199,7 @@ def register_claims(chapter: Chapter | str, again: str | None = None, root: Path
                         for cid, c in rec["claims"].items()}}
     doc = old or {"chapter": chapter.slug, "notebook": chapter.notebook, "entries": []}
     doc["entries"].append(entry)
-    _write_json(path, doc)
+    write_json_atomic(path, doc)
     return entry
 
 # %% ../nbs/07_registration.ipynb #ffd5273b

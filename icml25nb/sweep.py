@@ -23,7 +23,7 @@ from .core import (Chapter, check_scale, check_seed, chapters, claim_discriminat
                            _table, Claim, ClaimResult, register, _REGISTRY, record_claim_status, record_verdicts,
                            seed_independent, _value)
 from .registration import (AWAITING_REGISTRATION, load_registration, registration_problems,
-                                   sweep_provenance)
+                                   sweep_provenance, write_json_atomic)
 
 # %% auto #0
 __all__ = ['ENGINES', 'SINGLE_THREAD_ENV', 'parse_seeds', 'code_version', 'single_thread', 'run_seed', 'sweep_record',
@@ -233,11 +233,8 @@ def _run_ray(slug: str, scale: str, seeds: list[int], workers: int | None, addre
 
 # %% ../nbs/03_sweep.ipynb #1f0e53cf
 def _write_json(path: Path, record: dict) -> None:
-    "Write atomically (a temporary file, then rename): an interrupted write never leaves half a file."
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")
-    tmp.replace(path)
+    "Write atomically (a unique temporary file, then rename): an interrupted write never leaves half a file."
+    write_json_atomic(path, record)
 
 def sweep_output(chapter: Chapter, scale: str = "fast", out: str | Path | None = None,
                  root: Path | None = None) -> Path:
