@@ -215,8 +215,6 @@ def cmd_register(args) -> int:
     from icml25nb.registration import register_claims, register_path
     from icml25nb.core import repo_root
     chapter = get_chapter(args.slug)
-    print(f"registering {chapter.slug}: seeds 0-3 from a clean tree" + (f" (again: {args.again})" if args.again else ""),
-          file=sys.stderr)
     entry = register_claims(chapter, again=args.again, workers=args.workers)
     path = register_path(chapter)
     rel = path.relative_to(repo_root()) if repo_root() is not None else path

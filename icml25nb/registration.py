@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Sequence
@@ -184,6 +185,8 @@ def register_claims(chapter: Chapter | str, again: str | None = None, root: Path
     if problems:
         raise ValueError(f"{chapter.slug}: " + "; ".join(problems))
     head = git_head(root)
+    print(f"registering {chapter.slug} at commit {head[:10]}" + (f" (again: {again})" if again else "")
+          + f": seeds {', '.join(map(str, seeds))}", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
         rec = sweep(chapter, list(seeds), engine=engine, workers=workers, out=tmp, resume=False, root=root)
     if rec["errors"]:

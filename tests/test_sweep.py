@@ -84,8 +84,14 @@ def test_check_compares_seed_0_with_the_committed_file(records, tmp_path, monkey
     assert sw.check_against_sweep(SWEPT, seed=0) == []
     assert main(["sweep", SWEPT, "--check"]) == 0
     assert "seed 0 agrees with the committed sweep" in capsys.readouterr().out
+    # flip one verdict in the file: verdicts are recomputed from the stored values, so the value is moved across
+    # the threshold (to one that passes, or to NaN, which fails)
+    from icml25nb.core import record_verdicts
     cid = next(iter(committed["claims"]))
-    committed["claims"][cid]["passed"][0] = not committed["claims"][cid]["passed"][0]
+    rec = committed["claims"][cid]
+    t = rec["threshold"]
+    passing = {">=": t, "<=": t, "==": t, ">": t + 1, "<": t - 1, "!=": t + 1}[rec["op"]]
+    rec["measured"][0] = None if record_verdicts(rec)[0][0] else passing
     path.write_text(json.dumps(committed))
     problems = sw.check_against_sweep(SWEPT, seed=0)
     assert len(problems) == 1 and problems[0].startswith(cid), problems
