@@ -48,7 +48,7 @@ book: setup mathjax
 
 # every registered chapter (the committed sweep file is written only for registered claims, from a clean tree)
 sweep: setup
-	$(BIN)/icml25nb sweep $$($(BIN)/python -c "from icml25nb.core import chapters; from icml25nb.registration import load_registration; print(' '.join(c.slug for c in chapters() if load_registration(c)))") --seeds 0-15
+	$(BIN)/icml25nb sweep --all --seeds 0-15
 
 docs: setup mathjax
 	$(BIN)/python tools/build_docs.py build

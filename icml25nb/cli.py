@@ -113,13 +113,13 @@ def cmd_list(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    cols = ["part", "slug", "level", "registered", "paper_claims", "reproduced", "paper_own", "proxies", "checks",
-            "title"]
+    cols = ["part", "slug", "level", "registered", "paper_claims", "reproduced", "not_reproduced", "withdrawn",
+            "paper_own", "proxies", "checks", "title"]
     table = [[str(r[k]) if r[k] is not None else "-" for k in cols] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(cols, *table)]
     for row in [cols, ["-" * w for w in widths]] + table:
         print("  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip())
-    print(f"{len(rows)} chapter(s); reproduced: paper claims reproduced in the committed sweep (a withdrawn claim "
+    print(f"{len(rows)} chapter(s); reproduced, not_reproduced: paper claims in the committed sweep (a withdrawn claim "
           "counts as not reproduced); paper_own / proxies: reproduced / total of the claims that test the paper's own "
           "statement / a proxy")
     return 0
@@ -238,6 +238,15 @@ def cmd_sweep(args) -> int:
     if not args.all and not args.slugs:
         raise UsageError("name the chapters to sweep, or --all")
     selected = chapters() if args.all else [get_chapter(s) for s in args.slugs]
+    if args.all and not args.out and not args.check:  # the committed files: every registered chapter
+        from icml25nb.registration import load_registration
+        skipped = [ch.slug for ch in selected if load_registration(ch) is None]
+        selected = [ch for ch in selected if load_registration(ch) is not None]
+        if skipped:
+            print(f"sweep --all: {len(skipped)} chapter(s) not yet registered are skipped ({', '.join(skipped)}); "
+                  "`icml25nb register SLUG` first, or --out DIR for an exploratory sweep", file=sys.stderr)
+        if not selected:
+            raise UsageError("no chapter is registered: `icml25nb register SLUG` first, or --out DIR")
     if args.check:
         code = 0
         for ch in selected:

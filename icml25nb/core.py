@@ -576,11 +576,15 @@ def claim_discriminates(control_passed: Sequence[bool | None], control: Sequence
     fails = control_fails(control, control_passed) if control is not None else [p is False for p in control_passed]
     return n > 0 and 16 * (n - sum(fails)) <= 2 * n
 
-def seed_independent(values: Sequence, min_seeds: int = 4) -> bool:
-    """Whether a value is the same on every seed (of at least `min_seeds`, so that two seeds that happen to agree
-    say nothing): a closed form or an identity, not a seed's finding."""
+def seed_independent(values: Sequence, min_seeds: int = 4, rtol: float = 1e-9, atol: float = 1e-12) -> bool:
+    """Whether a finite value is the same on every seed, up to rounding (of at least `min_seeds` seeds, so that two
+    seeds that happen to agree say nothing): a closed form or an identity, not a seed's finding. Values that are NaN
+    or infinite are not judged here: they are not measurements, and fail (or keep a claim from discriminating) by
+    the non-finite rule."""
     vals = [_value(v) for v in values]
-    return len(vals) >= min_seeds and all((a == vals[0]) or (math.isnan(a) and math.isnan(vals[0])) for a in vals)
+    if len(vals) < min_seeds or not all(math.isfinite(v) for v in vals):
+        return False
+    return all(abs(v - vals[0]) <= atol + rtol * abs(vals[0]) for v in vals)
 
 def claim_status(kind: str, passed: Sequence[bool], control_passed: Sequence[bool | None] = (),
                  control: Sequence | None = None, withdrawn: bool = False, constant: bool = False) -> str:
@@ -613,12 +617,13 @@ def record_verdicts(rec: dict) -> tuple[list[bool], list[bool | None]]:
     return passed, [_compare(_value(v), op, thr) for v in rec["control"]]
 
 def record_claim_status(rec: dict, claim: Claim | None = None) -> str:
-    "The status of one claim of a sweep record (its current `claim` says whether it is withdrawn or saturated)."
+    """The status of one claim of a sweep record (its current `claim` says whether it is withdrawn or saturated). A
+    claim's `saturated` excuses a measured value at its bound on every seed, never a constant control."""
     passed, cpassed = record_verdicts(rec)
-    withdrawn = (claim.withdrawn if claim is not None else rec.get("claim_status") == "withdrawn")
+    withdrawn = claim.withdrawn if claim is not None else bool(rec.get("withdrawn"))
     saturated = claim.saturated if claim is not None else rec.get("saturated", "")
-    constant = rec.get("kind") == "paper" and not saturated and (
-        seed_independent(rec["measured"]) or seed_independent(rec.get("control", [])))
+    constant = rec.get("kind") == "paper" and (
+        (not saturated and seed_independent(rec["measured"])) or seed_independent(rec.get("control", [])))
     return claim_status(rec.get("kind", "paper"), passed, cpassed, rec.get("control"), withdrawn, constant)
 
 def repo_root() -> Path | None:

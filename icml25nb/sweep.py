@@ -318,8 +318,15 @@ def sweep(chapter: Chapter | str, seeds: str | Sequence[int] = "0-15", scale: st
     finally:
         bar.close()
     record = record_of()
+    after = sweep_provenance(chapter, root, ignore=[path])
+    moved = (after["commit"], after["dirty"]) != (provenance["commit"], provenance["dirty"])
+    if moved:  # a commit or an edit while the seeds ran: the record cannot say which code made it
+        record["dirty"] = True
     record["path"] = str(path)
     _write_json(path, {k: v for k, v in record.items() if k != "path"})
+    if moved and _committed_location(chapter, scale, path, root):
+        raise ValueError(f"sweep {chapter.slug}: the tree changed while the seeds ran (a commit or an edit); {path} is "
+                         "marked dirty: rerun the sweep from a clean tree")
     return record
 
 # %% ../nbs/03_sweep.ipynb #f6f9576f
@@ -510,7 +517,7 @@ def book_headline(statuses: Sequence[dict]) -> str:
     "One line for the book: the paper's own claims and proxies reproduced, apart, and the chapters not yet registered."
     total = lambda key, field: sum(s["by_tests"].get(key, {}).get(field, 0) for s in statuses if s["seeds"] is not None)
     parts = [f"paper's own claims: {total('paper', 'reproduced')} of {total('paper', 'total')} reproduced",
-             f"proxies: {total('proxy', 'reproduced')} of {total('proxy', 'total')}"]
+             f"proxies: {total('proxy', 'reproduced')} of {total('proxy', 'total')} reproduced"]
     if total("unclassified", "total"):
         parts.append(f"in chapters not yet registered: {total('unclassified', 'reproduced')} of "
                      f"{total('unclassified', 'total')}")

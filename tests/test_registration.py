@@ -25,8 +25,8 @@ import pytest
 from icml25nb.core import (OPS, Chapter, Claim, _REGISTRY, chapters, check_scale, evaluate_claim, load_sweep,
                            make_rng, register)
 from icml25nb.registration import (AWAITING_REGISTRATION, claims_spec, git, git_head, git_history_problem,
-                                   load_registration, register_claims, register_path, registration_problems,
-                                   spec_hash, sweep_provenance_problems, vanished_claims)
+                                   load_registration, register_claims, register_history_problems, register_path,
+                                   registration_problems, spec_hash, sweep_provenance_problems, vanished_claims)
 from icml25nb.sweep import book_headline, chapter_status, status_cells, sweep, sweep_record, sweep_problems, run_seed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,6 +39,12 @@ needs_history = pytest.mark.skipif(bool(NO_HISTORY), reason=f"no git history to 
 @needs_history
 def test_no_committed_claim_has_vanished():
     assert vanished_claims(ROOT) == []
+
+
+@needs_history
+def test_register_files_only_grew():
+    # every committed version of every register file keeps the entries before it and appends sound ones
+    assert register_history_problems(ROOT) == []
 
 
 @pytest.mark.parametrize("chapter", chapters(), ids=lambda c: c.slug)
@@ -150,8 +156,87 @@ def test_sweep_refuses_unregistered_dirty_and_changed(toy):
     ch.claims = _toy_claims()
     rec = sweep(ch, "0-15", engine="serial", root=repo)
     assert rec["dirty"] is False and rec["registration"]["commit"] == entry["commit"]
-    # an exploratory sweep elsewhere is never gated
+    # an exploratory sweep elsewhere is never gated; --out naming the notebook's own folder is the committed file
     sweep(ch, "0-1", engine="serial", root=repo, out=repo.parent / "explore")
+    (repo / "scratch.txt").write_text("an uncommitted edit")
+    with pytest.raises(ValueError, match="not clean"):
+        sweep(ch, "0-3", engine="serial", root=repo, out=repo / "nbs" / "optim")
+    (repo / "scratch.txt").unlink()
+
+
+def test_sweep_refuses_a_registration_that_is_not_an_ancestor(toy):
+    ch, repo = toy
+    git(repo, "checkout", "-q", "-b", "elsewhere")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "a commit only this branch has")
+    register_claims(ch, root=repo, engine="serial")  # registered at that commit, on another branch
+    _commit(repo, "register toy elsewhere")
+    reg = register_path(ch, repo).read_text()
+    git(repo, "checkout", "-q", "-")
+    register_path(ch, repo).write_text(reg)  # the file copied over, its commit not in this branch's history
+    _commit(repo, "copy the registration")
+    with pytest.raises(ValueError, match="not an ancestor of HEAD"):
+        sweep(ch, "0-3", engine="serial", root=repo)
+
+
+def test_code_changed_since_registration_needs_again(toy, tmp_path):
+    import importlib.util
+    ch, repo = toy
+    src = repo / "toy_chapter_code.py"
+    src.write_text("def experiment(scale='fast', seed=0):\n    return {'method': 3.0 + seed / 100, 'baseline': 1.0 + seed / 100,"
+                   " 'sum': 1.0, 'proxy': 2.5 + seed / 100}\n")
+    spec = importlib.util.spec_from_file_location("toy_chapter_code", src)
+    mod = importlib.util.module_from_spec(spec)
+    import sys
+    sys.modules["toy_chapter_code"] = mod
+    spec.loader.exec_module(mod)
+    try:
+        ch.experiment = mod.experiment
+        _commit(repo, "toy code")
+        e1 = register_claims(ch, root=repo, engine="serial")
+        assert list(e1["code"]) == ["toy_chapter_code.py"]
+        _commit(repo, "register toy")
+        src.write_text(src.read_text().replace("3.0 +", "3.5 +"))  # the experiment changed, the claims did not
+        _commit(repo, "change the experiment")
+        with pytest.raises(ValueError, match="code changed since registration 1"):
+            sweep(ch, "0-3", engine="serial", root=repo)
+        e2 = register_claims(ch, again="the method's offset changed", root=repo, engine="serial")
+        assert e2["changes"] == ["code changed: toy_chapter_code.py"]
+        _commit(repo, "register toy again")
+        assert registration_problems(ch, repo) == [] and register_history_problems(repo) == []
+    finally:
+        sys.modules.pop("toy_chapter_code", None)
+
+
+def test_a_sweep_during_which_the_tree_changes_is_refused(toy):
+    ch, repo = toy
+    register_claims(ch, root=repo, engine="serial")
+    _commit(repo, "register toy")
+    experiment = ch.experiment
+
+    def edits_the_tree(scale="fast", seed=0):
+        if seed == 2:
+            (repo / "edited-meanwhile.txt").write_text("x")
+        return experiment(scale, seed)
+    ch.experiment = edits_the_tree
+    with pytest.raises(ValueError, match="tree changed while the seeds ran"):
+        sweep(ch, "0-3", engine="serial", root=repo)
+    assert json.loads((repo / "nbs" / "optim" / "99_toy.sweep.json").read_text())["dirty"] is True
+
+
+def test_a_registration_rewritten_or_deleted_is_caught(toy):
+    ch, repo = toy
+    register_claims(ch, root=repo, engine="serial")
+    _commit(repo, "register toy")
+    assert register_history_problems(repo) == []
+    path = register_path(ch, repo)
+    doc = json.loads(path.read_text())
+    doc["entries"][0]["spec"][0]["threshold"] = 1.0  # a moved threshold, written in by hand
+    path.write_text(json.dumps(doc))
+    _commit(repo, "bend it")
+    assert any("rewrote entries" in p for p in register_history_problems(repo))
+    path.unlink()
+    _commit(repo, "delete it")
+    assert any("deleted in" in p for p in register_history_problems(repo))
 
 
 def test_register_refuses_dirty_twice_and_dropped_claims(toy):
@@ -171,7 +256,7 @@ def test_register_refuses_dirty_twice_and_dropped_claims(toy):
     _commit(repo, "register toy")
     with pytest.raises(ValueError, match="already registered"):
         register_claims(ch, root=repo, engine="serial")
-    with pytest.raises(ValueError, match="have not changed"):
+    with pytest.raises(ValueError, match="neither the claims nor the chapter"):
         register_claims(ch, again="nothing", root=repo, engine="serial")
     ch.claims = _toy_claims(drop=True)
     with pytest.raises(ValueError, match="never deleted"):
@@ -231,6 +316,12 @@ def test_seed_independence_flag_fires_on_a_constant_metric(toy):
                                         saturated="the metric sits at its bound on every seed")]
     rec = sweep_record(ch, "fast", {s: run_seed(ch.slug, "fast", s) for s in range(6)}, version="t")
     assert rec["claims"]["closed_form"]["status"] == "reproduced" and sweep_problems(rec) == []
+    # but `saturated` never excuses a control that is the same on every seed
+    ch.claims = ch.claims[:-1] + [Claim("constant_control", "against a constant", "method", ">=", 2.0, kind="paper",
+                                        control="sum", source="derived", tests="paper", control_basis="b",
+                                        saturated="the metric sits at its bound")]
+    rec = sweep_record(ch, "fast", {s: run_seed(ch.slug, "fast", s) for s in range(6)}, version="t")
+    assert rec["claims"]["constant_control"]["status"] == "seed-independent"
 
 
 def test_withdrawn_claim_counts_as_not_reproduced_and_headline_counts_apart(toy):
@@ -247,7 +338,7 @@ def test_withdrawn_claim_counts_as_not_reproduced_and_headline_counts_apart(toy)
     paper, checks = status_cells(st)
     assert paper == "paper's own: 0 of 1 reproduced; proxies: 1 of 1 reproduced (1 not reproduced, 1 of them withdrawn)"
     assert checks == "1 of 1 hold on all 16 seeds"
-    assert book_headline([st]) == "paper's own claims: 0 of 1 reproduced; proxies: 1 of 1"
+    assert book_headline([st]) == "paper's own claims: 0 of 1 reproduced; proxies: 1 of 1 reproduced"
 
 
 def test_readme_headline_is_the_books():

@@ -163,8 +163,11 @@ def sweep_section(c, static: Path, static_url: str) -> list[str]:
                      f"not in this sweep | | | | **withdrawn** |")
     basis = [f"- `{x.id}`: {_esc(x.control_basis)}" for x in c.claims if x.kind == "paper" and x.control_basis]
     withdrawn = [f"- `{x.id}` is withdrawn: {_esc(x.reason)}" for x in c.claims if x.withdrawn]
-    if basis or withdrawn:
-        lines += ["", "Where each control comes from, and why a claim was withdrawn:", ""] + basis + withdrawn
+    saturated = [f"- `{x.id}` sits at its bound on every seed (declared `saturated`): {_esc(x.saturated)}"
+                 for x in c.claims if x.saturated]
+    if basis or withdrawn or saturated:
+        lines += ["", "Where each control comes from, why a claim was withdrawn, and which claims declare a value "
+                  "at its bound:", ""] + basis + withdrawn + saturated
     (static / "sweeps").mkdir(parents=True, exist_ok=True)
     png = static / "sweeps" / f"{c.slug}.png"
     if not png.exists():
