@@ -1647,6 +1647,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                         'icml25nb/registration.py'),
                                        'icml25nb.registration._run_git': ('registration.html#_run_git', 'icml25nb/registration.py'),
                                        'icml25nb.registration._versions': ('registration.html#_versions', 'icml25nb/registration.py'),
+                                       'icml25nb.registration.changed_inputs': ( 'registration.html#changed_inputs',
+                                                                                 'icml25nb/registration.py'),
                                        'icml25nb.registration.chapter_code_paths': ( 'registration.html#chapter_code_paths',
                                                                                      'icml25nb/registration.py'),
                                        'icml25nb.registration.claim_history': ( 'registration.html#claim_history',

@@ -263,8 +263,7 @@ def cmd_sweep(args) -> int:
     else:  # the committed files: every chapter registered and the tree clean, checked before any seed runs
         from icml25nb.registration import registration_problems
         from icml25nb.core import sweep_path
-        blocked = {ch.slug: registration_problems(ch, ignore=[p for p in [sweep_path(ch, args.scale)] if p])
-                   for ch in selected if sweep_path(ch, args.scale) is not None}
+        blocked = {ch.slug: registration_problems(ch) for ch in selected if sweep_path(ch, args.scale) is not None}
         blocked = {slug: p for slug, p in blocked.items() if p}
         if blocked:
             raise UsageError("will not write the committed sweep file of " + "; ".join(

@@ -279,12 +279,12 @@ def sweep(chapter: Chapter | str, seeds: str | Sequence[int] = "0-15", scale: st
     root = Path(root) if root is not None else repo_root()
     path = sweep_output(chapter, scale, out, root)
     if _committed_location(chapter, scale, path, root):
-        problems = registration_problems(chapter, root, ignore=[path])
+        problems = registration_problems(chapter, root)
         if problems:
             raise ValueError(f"sweep {chapter.slug}: will not write the committed sweep file "
                              f"{path.relative_to(root)}: " + "; ".join(problems)
                              + " (an exploratory sweep can go elsewhere: --out DIR)")
-    provenance = sweep_provenance(chapter, root, ignore=[path])
+    provenance = sweep_provenance(chapter, root)
     runs: dict[int, dict] = {}
     if resume and path.exists():
         old = json.loads(path.read_text())
@@ -318,7 +318,7 @@ def sweep(chapter: Chapter | str, seeds: str | Sequence[int] = "0-15", scale: st
     finally:
         bar.close()
     record = record_of()
-    after = sweep_provenance(chapter, root, ignore=[path])
+    after = sweep_provenance(chapter, root)
     moved = (after["commit"], after["dirty"]) != (provenance["commit"], provenance["dirty"])
     if moved:  # a commit or an edit while the seeds ran: the record cannot say which code made it
         record["dirty"] = True

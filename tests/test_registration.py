@@ -137,6 +137,14 @@ def _commit(repo, msg):
     git(repo, "commit", "-q", "-m", msg)
 
 
+def _register_and_sweep(ch, repo, seeds):
+    "The book's workflow in the scratch repository: register, commit, sweep, commit."
+    register_claims(ch, root=repo, engine="serial")
+    _commit(repo, "register toy")
+    sweep(ch, seeds, engine="serial", root=repo)
+    _commit(repo, "sweep toy")
+
+
 def test_sweep_refuses_unregistered_dirty_and_changed(toy):
     ch, repo = toy
     with pytest.raises(ValueError, match="is not registered"):
@@ -270,10 +278,7 @@ def test_register_refuses_dirty_twice_and_dropped_claims(toy):
 
 def test_history_catches_a_deleted_claim(toy):
     ch, repo = toy
-    register_claims(ch, root=repo, engine="serial")
-    _commit(repo, "register toy")
-    sweep(ch, "0-3", engine="serial", root=repo)
-    _commit(repo, "sweep toy")
+    _register_and_sweep(ch, repo, "0-3")
     assert vanished_claims(repo, [ch]) == []
     ch.claims = _toy_claims(drop=True)  # sum_is_one deleted from CLAIMS (in the working tree, not registered)
     found = vanished_claims(repo, [ch])
@@ -282,10 +287,7 @@ def test_history_catches_a_deleted_claim(toy):
 
 def test_sweep_provenance_problems_catch_each_defect(toy):
     ch, repo = toy
-    register_claims(ch, root=repo, engine="serial")
-    _commit(repo, "register toy")
-    sweep(ch, "0-15", engine="serial", root=repo)
-    _commit(repo, "sweep toy")
+    _register_and_sweep(ch, repo, "0-15")
     rec = json.loads((repo / "nbs" / "optim" / "99_toy.sweep.json").read_text())
     assert sweep_provenance_problems(rec, ch, repo) == []
     assert any("dirty" in p for p in sweep_provenance_problems({**rec, "dirty": True}, ch, repo))
