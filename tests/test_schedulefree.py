@@ -113,6 +113,21 @@ def test_stationarity_runs_match_reference():
     assert abs(fitted_exponent([1, 8, 64], [1.0, 0.5, 0.25]) + 1 / 3) < 1e-12
 
 
+def test_horizon_tuned_sgd_reruns_with_step_over_sqrt_T():
+    F = abs_well()
+    pts = stationarity_runs(F, "sgd_tuned", [0.2, 0.05], [30, 120], replicas=2, dim=3, noise=0.0, seed=9)
+    x0 = make_rng(9).uniform(-0.5, 0.5, (2, 3))
+    for i, g in enumerate([0.2, 0.05]):
+        for j, T in enumerate([30, 120]):
+            x = x0.copy()
+            for _ in range(T):
+                x = x - g * (T / 30) ** -0.5 * F.grad(x)
+            np.testing.assert_allclose(pts[i, j], x, atol=1e-12)
+    # not the constant-step run read at each horizon
+    const = stationarity_runs(F, "sgd", [0.2, 0.05], [30, 120], replicas=2, dim=3, noise=0.0, seed=9)
+    assert np.abs(const[1, 1] - pts[1, 1]).max() > 1e-3
+
+
 def test_batched_mlp_members_equal_ordinary_optimizers():
     X, Y = noisy_digits(0.2, seed=1)
     X, Y = X[:48], Y[:48]
@@ -157,6 +172,7 @@ def test_bad_input_names_the_argument():
         (lambda: o2nc(F.grad, np.zeros(2), DiscountedOGD(2, 0.1), 5, interpolation="beta"), "interpolation"),
         (lambda: DiscountedOGD(2, lr=0.1, radius=0.0), "radius"),
         (lambda: stationarity_runs(F, "sf", [0.0], [10]), "lrs"),
+        (lambda: stationarity_runs(F, "adam", [0.1], [10]), "method must be"),
         (lambda: stationarity_runs(F, "sf", [0.1], [10], replicas=0), "replicas"),
         (lambda: train_ensemble(np.zeros((4, 3)), np.zeros(3), [0.1], T=2, n_evals=1), "X must be"),
         (lambda: noisy_digits(1.5), "label_noise"),
@@ -167,7 +183,15 @@ def test_bad_input_names_the_argument():
 
 
 def test_claims_declared():
-    paper = [c for c in CLAIMS if c.kind == "paper"]
-    assert len(paper) == 3 and all(c.control and c.source == "preregistered" and c.basis for c in paper)
+    paper = {c.id: c for c in CLAIMS if c.kind == "paper"}
+    assert set(paper) == {"goldstein_rate", "goldstein_rate_band", "goldstein_rate_one_sided", "anytime",
+                          "final_within_5pct"}
+    assert all(c.control and c.basis and c.tests and c.control_basis for c in paper.values())
+    assert [c.id for c in paper.values() if c.withdrawn] == ["goldstein_rate"] and paper["goldstein_rate"].reason
+    # issue 46: the issue's two-sided band as written, the one-sided version beside it, both against horizon-tuned SGD
+    band, one = paper["goldstein_rate_band"], paper["goldstein_rate_one_sided"]
+    assert (band.metric, band.op, band.threshold, band.control) == ("sf_exponent_gap", "<=", 0.1, "sgd_tuned_exponent_gap")
+    assert (one.metric, one.op, one.control) == ("sf_exponent", "<=", "sgd_tuned_exponent")
+    assert abs(one.threshold - (-1 / 3 + 0.1)) < 1e-12 and band.source == one.source == "issue 46"
     assert {c.id for c in CLAIMS if c.kind == "check"} == {"o2nc_reproduces_sf", "torch_matches_reference",
                                                           "goldstein_estimator"}

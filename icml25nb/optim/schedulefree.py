@@ -369,11 +369,12 @@ def stationarity_runs(objective: Objective, method: str, lrs, horizons, replicas
                       seed: int = 0) -> np.ndarray:
     r"""Final points of `replicas` independent runs per learning rate and horizon, all started from the same random
     $x_0\in[-\frac12,\frac12]^d$; shape (len(lrs), len(horizons), replicas, dim). 'sgd': constant step $\gamma$ (one run,
-    read at each horizon). 'sf': schedule-free SGD with the nonconvex theory's horizon dependence at fixed $\delta$,
+    read at each horizon). 'sgd_tuned': SGD with the step tuned for the horizon, $\gamma_T=\gamma(T/T_0)^{-1/2}$ (the
+    nonconvex SGD step $\propto1/\sqrt T$), rerun for every horizon, output the last iterate $x_T$. 'sf': schedule-free SGD with the nonconvex theory's horizon dependence at fixed $\delta$,
     $\gamma_T=\gamma(T/T_0)^{-1/3}$ ($T_0$ = the first horizon) and $c_T=\min(1,A\gamma_T^2)$ (so
     $c_T\propto T^{-2/3}$; $A$ = `c_scale`), output $x_T$."""
-    if method not in ("sgd", "sf"):
-        raise ValueError(f"method must be 'sgd' or 'sf', got {method!r}")
+    if method not in ("sgd", "sgd_tuned", "sf"):
+        raise ValueError(f"method must be 'sgd', 'sgd_tuned' or 'sf', got {method!r}")
     lrs = check_finite("lrs", lrs)
     if lrs.ndim != 1 or lrs.size == 0 or np.any(lrs <= 0):
         raise ValueError("lrs must be a non-empty 1-D array of positive numbers")
@@ -393,6 +394,14 @@ def stationarity_runs(objective: Objective, method: str, lrs, horizons, replicas
             for _ in range(T - done):
                 x -= G * (objective.grad(x) + noise * rng.standard_normal(x.shape))
             done = T
+            out[:, j] = x
+        return out
+    if method == "sgd_tuned":
+        for j, T in enumerate(horizons):
+            gam = G * (T / T0) ** (-1 / 2)
+            x = np.broadcast_to(x0, (len(lrs), replicas, dim)).copy()
+            for _ in range(T):
+                x -= gam * (objective.grad(x) + noise * rng.standard_normal(x.shape))
             out[:, j] = x
         return out
     for j, T in enumerate(horizons):
@@ -510,10 +519,10 @@ def noisy_digits(label_noise: float = 0.2, seed: int = 0):
 
 # %% ../../nbs/optim/04_schedulefree.ipynb #1c70af8b
 _SCALES = {
-    "fast": dict(dim=5, noise=1.0, rate_lrs=(0.01, 0.03, 0.1, 0.3), horizons=(500, 2000, 8000, 32000), replicas=24,
+    "fast": dict(dim=5, noise=1.0, rate_lrs=(0.001, 0.003, 0.01, 0.03, 0.1, 0.3), horizons=(500, 2000, 8000, 32000), replicas=24,
                  c_scale=1.0, delta=0.005, n_samples=16, mlp_T=1000, mlp_lrs=(0.03, 0.1, 0.3, 1.0, 3.0), batch_size=16,
                  hidden=32, label_noise=0.2, reduction_T=2000),
-    "full": dict(dim=10, noise=1.0, rate_lrs=(0.003, 0.01, 0.03, 0.1, 0.3), horizons=(500, 2000, 8000, 32000, 128000),
+    "full": dict(dim=10, noise=1.0, rate_lrs=(0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3), horizons=(500, 2000, 8000, 32000, 128000),
                  replicas=64, c_scale=1.0, delta=0.005, n_samples=32, mlp_T=4000, mlp_lrs=(0.01, 0.03, 0.1, 0.3, 1.0, 3.0),
                  batch_size=16, hidden=64, label_noise=0.2, reduction_T=10000),
 }
@@ -573,16 +582,21 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     F, H = abs_well(), list(cfg["horizons"])
     lrs = np.array(cfg["rate_lrs"])
     measure = lambda x, k: goldstein_norm(F.grad, x, cfg["delta"], cfg["n_samples"], seed=seed * 7919 + k)
-    for m in progress(("sgd", "sf"), desc="stationarity runs"):
+    for m in progress(("sgd", "sgd_tuned", "sf"), desc="stationarity runs"):
         pts = stationarity_runs(F, m, lrs, H, cfg["replicas"], cfg["dim"], cfg["noise"], BETA, cfg["c_scale"], seed=seed)
-        last = [float(np.mean([measure(p, r) for r, p in enumerate(pts[i, -1])])) for i in range(len(lrs))]
-        best = int(np.argmin(last))
-        curve = [float(np.mean([measure(p, r) for r, p in enumerate(pts[best, j])])) for j in range(len(H))]
-        dist = [float(np.mean(F.stationary_distance(pts[best, j]))) for j in range(len(H))]
-        res[f"{m}_best_lr"], res[f"{m}_goldstein"], res[f"{m}_goldstein_by_lr"] = float(lrs[best]), curve, last
-        res[f"{m}_distance"] = dist
-        res[f"{m}_exponent"] = fitted_exponent(H, curve)
+        # curves[i, j]: mean Goldstein norm over the replicas, learning rate i, horizon j
+        curves = np.array([[np.mean([measure(p, r) for r, p in enumerate(pts[i, j])]) for j in range(len(H))]
+                           for i in range(len(lrs))])
+        best = int(np.argmin(curves[:, -1]))  # each method's best grid value at the largest horizon
+        res[f"{m}_best_lr"], res[f"{m}_goldstein"] = float(lrs[best]), curves[best].tolist()
+        res[f"{m}_goldstein_by_lr"] = curves[:, -1].tolist()
+        res[f"{m}_exponent_by_lr"] = [fitted_exponent(H, c) for c in curves]
+        res[f"{m}_distance"] = [float(np.mean(F.stationary_distance(pts[best, j]))) for j in range(len(H))]
+        res[f"{m}_exponent"] = fitted_exponent(H, curves[best])
         res[f"{m}_exponent_gap"] = abs(res[f"{m}_exponent"] - THEORY_EXPONENT)
+    # where the theory's averaging weight c_T = min(1, A gamma_T^2) acts at all: c_T > 1/T (else max(c_T, 1/k) = 1/k)
+    res["sf_c_acts_by_lr"] = [[bool(min(1.0, cfg["c_scale"] * (g * (T / H[0]) ** (-1 / 3)) ** 2) > 1.0 / T) for T in H]
+                              for g in lrs]
     res["timings"]["stationarity_s"] = time.perf_counter() - t0
     # 2-3. MLP on noisy digits: constant / cosine / WSD SGD and SF-SGD, one learning-rate grid for all
     t0 = time.perf_counter()
@@ -615,7 +629,8 @@ def plots(result: dict) -> dict:
     H = np.array(cfg["horizons"], dtype=float)
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     ax = axes[0]
-    for m, label, col in (("sf", "schedule-free SGD (horizon-tuned)", "C3"), ("sgd", "SGD, constant step", "C0")):
+    for m, label, col in (("sf", "schedule-free SGD (horizon-tuned)", "C3"), ("sgd_tuned", "SGD, step ∝ 1/√T", "C2"),
+                          ("sgd", "SGD, constant step", "C0")):
         ax.plot(H, result[f"{m}_goldstein"], "o-", color=col,
                 label=f"{label}, γ={result[f'{m}_best_lr']:g}: slope {result[f'{m}_exponent']:.2f}")
     ref = result["sf_goldstein"][0] * (H / H[0]) ** THEORY_EXPONENT
@@ -649,21 +664,49 @@ _PREREG = ("fixed 2026-12-05 before any of seeds 0-15 was run (design calibrated
 _RATE_BASIS = ("theory: T = O(delta^-1 eps^-3) iterations for a (delta, eps)-stationary point (the paper's optimal rate), "
                "so eps ~ T^(-1/3) at fixed delta; the theorem is an upper bound, so the claim is one-sided; tolerance 0.1 "
                + _PREREG + "; control: constant-step SGD at its best grid value (same grid, same noise, same start)")
+_ISSUE46 = ("registered at issue 46's request, before seeds 4-15 of this design were run; the exponent is fitted over "
+            "T = 500..32000 at each method's best grid value at T = 32000 (grid 0.001..0.3, the same for both)")
+_TUNED_SGD = ("SGD with a horizon-tuned step gamma_T = gamma (T/500)^(-1/2) (the nonconvex SGD step ~ 1/sqrt(T)), its "
+              "base gamma tuned on the same grid, same noise, same start, output its last iterate: the strongest simple "
+              "alternative a reader would try (the paper has no experiment and no baseline run); it removes the paper's "
+              "ingredient (the averaged iterate x and the interpolated query point y)")
 CLAIMS = [
     Claim("goldstein_rate", "The Goldstein stationarity (delta = 0.005) of SF-SGD's output, with the horizon-dependent "
           "parameters of the nonconvex theory, falls at least as fast as T^(-1/3) on a nonsmooth nonconvex function "
           "with noisy gradients (fitted log-log exponent over T = 500..32000 at most -1/3 + 0.1)",
           "sf_exponent", "<=", THEORY_EXPONENT + 0.1, kind="paper", control="sgd_exponent",
-          source="preregistered", basis=_RATE_BASIS),
+          source="preregistered", basis=_RATE_BASIS, tests="proxy",
+          control_basis="constant-step SGD at its best grid value (not the paper's; it cannot decay at any horizon)",
+          status="withdrawn",
+          reason="issue 46: its band was made one-sided after calibration seeds 100-101 fell outside the two-sided band "
+                 "the chapter's issue asked for, and its control (constant-step SGD) cannot decay by construction; "
+                 "replaced by goldstein_rate_band (the issue's band as written) and goldstein_rate_one_sided, both "
+                 "against SGD with a horizon-tuned step"),
+    Claim("goldstein_rate_band", "The issue's band, as written: the fitted log-log exponent of the Goldstein "
+          "stationarity (delta = 0.005) of SF-SGD's output against the horizon T, with the horizon-dependent parameters "
+          "of the nonconvex theory, lies within -1/3 +- 0.1 (|exponent + 1/3| at most 0.1)",
+          "sf_exponent_gap", "<=", 0.1, kind="paper", control="sgd_tuned_exponent_gap", source="issue 46",
+          basis="the two-sided band +-0.1 around the theory's -1/3 that the chapter's issue first asked for; "
+                + _ISSUE46, tests="proxy", control_basis=_TUNED_SGD),
+    Claim("goldstein_rate_one_sided", "The one-sided version: the fitted log-log exponent of the Goldstein "
+          "stationarity (delta = 0.005) of SF-SGD's output against T is at most -1/3 + 0.1 (at least about as fast "
+          "as the theory's T^(-1/3); the theorem is an upper bound, so a faster decay on one function is allowed)",
+          "sf_exponent", "<=", THEORY_EXPONENT + 0.1, kind="paper", control="sgd_tuned_exponent", source="issue 46",
+          basis="theory: eps ~ T^(-1/3) at fixed delta (the paper's optimal O(delta^-1 eps^-3)), an upper bound; "
+                "tolerance 0.1 as in the band; " + _ISSUE46, tests="proxy", control_basis=_TUNED_SGD),
     Claim("anytime", "Anytime: at T/4 and T/2, schedule-free SGD's training loss is at or below that of SGD with the "
           "cosine schedule tuned for horizon T (larger of the two loss ratios, both methods at their best grid "
           "learning rate at T)", "schedulefree_anytime_ratio", "<=", 1.0, kind="paper",
           control="constant_anytime_ratio", source="preregistered",
-          basis="'at or below' (issue 27) " + _PREREG + "; control: constant-step SGD at the same points"),
+          basis="'at or below' (issue 27) " + _PREREG + "; control: constant-step SGD at the same points", tests="proxy",
+          control_basis="constant-step SGD at its best grid learning rate: SF-SGD with its ingredient removed (c_k = 1 "
+                        "makes x = y = z, plain SGD), and what a reader runs without a schedule (WSD's stable phase)"),
     Claim("final_within_5pct", "At T, schedule-free SGD at its best learning rate ends within 5% of the best tuned "
           "cosine-schedule SGD (loss ratio - 1)", "schedulefree_final_gap", "<=", 0.05, kind="paper",
           control="constant_final_gap", source="preregistered",
-          basis="5% (issue 27) " + _PREREG + "; control: constant-step SGD's gap to the same cosine run"),
+          basis="5% (issue 27) " + _PREREG + "; control: constant-step SGD's gap to the same cosine run", tests="proxy",
+          control_basis="constant-step SGD at its best grid learning rate: SF-SGD with its ingredient removed (c_k = 1 "
+                        "makes x = y = z, plain SGD), the schedule-free method a reader would otherwise use"),
     Claim("o2nc_reproduces_sf", "O2NC with the derived discount a_k, step c_(k+1) gamma and interpolation "
           "beta + (1 - beta)/c_k reproduces SF-SGD's query points and averaged iterates (largest absolute gap, "
           "uniform and exponential averaging, noisy gradients)", "reduction_error", "<=", 1e-10, kind="check",
