@@ -68,8 +68,9 @@ def test_visits_move_the_pareto_choice(tiny):
     assert all(s._select(kids).molecules == ("m1",) for _ in range(20))
 
 
-def test_scalarised_selection_is_the_argmax_first_on_ties(tiny):
-    s = C.ScalarMCTS(tiny, diversity_penalty=False, seed=0)
+@pytest.mark.parametrize("cls", [C.ScalarMCTS, C.MeanObjectiveMCTS])
+def test_scalarised_selection_is_the_argmax_first_on_ties(tiny, cls):
+    s = cls(tiny, diversity_penalty=False, seed=0)
     s.n_obj = 2
     kids = _kids(s, [[0.2, 0.2], [0.9, 0.1], [0.1, 0.9], [0.4, 0.4]], [1] * 4, [[0, 0]] * 4)
     assert {s._select(kids).molecules for _ in range(50)} == {("m1",)}  # means 0.2, 0.5, 0.5, 0.4: the first 0.5
@@ -78,7 +79,7 @@ def test_scalarised_selection_is_the_argmax_first_on_ties(tiny):
 
 
 def test_reuse_penalty_changes_the_choice(tiny):
-    s = C.ScalarMCTS(tiny, seed=0)
+    s = C.MeanObjectiveMCTS(tiny, seed=0)
     s.n_obj = 2
     kids = _kids(s, [[0.6, 0.6], [0.5, 0.5]], [1, 1], [[0, 0], [0, 0]])
     kids[0].blocks, kids[1].blocks = frozenset({"x"}), frozenset({"y"})
@@ -86,6 +87,45 @@ def test_reuse_penalty_changes_the_choice(tiny):
     assert s._select(kids) is kids[0]
     s.counts.update({"x": 40})  # exp(-40/100) = 0.67 < 0.5 / 0.6
     assert s._select(kids) is kids[1]
+
+
+def _authors_scalar(Y):
+    "The authors' scalarize value of a tuple with objective rows Y: activities averaged, the last two from row 0."
+    return (Y[:, 0].mean() + Y[:, 1].mean() + Y[0, 2] + Y[0, 3]) / 4
+
+
+def test_authors_scalarize_values_every_node_as_their_generator_does(tiny):
+    "Partial tuples read QED and SA (the docking slots) on the block just added; products on themselves."
+    s = C.ScalarMCTS(tiny, seed=0)
+    s.run(12)
+    two = [k for k in s.nodes if len(k) == 2] + [(a, b) for a in tiny.blocks for b in tiny.partners(a)][:5]
+    assert two
+    for key in two + [(b,) for b in tiny.blocks]:
+        Y = np.array([C.objectives(m) for m in key])
+        assert s._value(key) == pytest.approx([_authors_scalar(Y)], abs=1e-12)
+    for key, nd in s.nodes.items():
+        if key:
+            assert nd.P.shape == (1,) and nd.P[0] == pytest.approx(_authors_scalar(
+                np.array([C.objectives(m) for m in key])), abs=1e-12)
+    # the first-molecule rule matters: swapping the tuple's order changes the value when QED/SA differ
+    a, b = tiny.blocks[0], tiny.blocks[1]
+    assert s._value((a, b))[0] != pytest.approx(s._value((b, a))[0])
+    assert C.MeanObjectiveMCTS(tiny)._value((a, b)) == pytest.approx(C.MeanObjectiveMCTS(tiny)._value((b, a)))
+
+
+def test_authors_scalarize_backup_is_scalar(tiny):
+    "W of each visited node is the sum of the scalar values of the products its rollouts reached."
+    s = C.ScalarMCTS(tiny, seed=0)
+    prods = s.run(10)
+    for nd in s.nodes.values():
+        if nd.N:
+            assert nd.W.shape == (1,)
+    made = [n for n in s.nodes.values() if len(n.molecules) == 1 and n.log and n.N]
+    for nd in made:  # a product is a leaf (one reaction): each visit backs up its own value
+        assert nd.W[0] == pytest.approx(nd.N * nd.P[0])
+    for p in prods:  # reported scores are the product's full objective vector, ranked in all four objectives
+        np.testing.assert_array_equal(p.scores, C.objectives(p.smiles))
+    assert sum(k.N for k in s.root.children) == 10
 
 
 def test_backup_with_one_reaction(tiny):
@@ -120,11 +160,12 @@ def test_random_rollouts_cover_a_tiny_space(tiny):
     assert [p.smiles for p in C.random_rollouts(tiny, n_rollouts=400, seed=1)] != [p.smiles for p in prods]
 
 
-def test_scalarised_search_is_deterministic_and_two_reactions_replay(tiny):
-    a = [p.smiles for p in C.ScalarMCTS(tiny, seed=0).run(20)]
-    b = [p.smiles for p in C.ScalarMCTS(tiny, seed=5).run(20)]
+@pytest.mark.parametrize("cls", [C.ScalarMCTS, C.MeanObjectiveMCTS])
+def test_scalarised_search_is_deterministic_and_two_reactions_replay(tiny, cls):
+    a = [p.smiles for p in cls(tiny, seed=0).run(20)]
+    b = [p.smiles for p in cls(tiny, seed=5).run(20)]
     assert a == b  # argmax with first-on-ties: no random draw
-    prods = C.ParetoMCTS(tiny, seed=0, max_reactions=2).run(15)
+    prods = cls(tiny, seed=0, max_reactions=2).run(15)
     assert any(len(p.log) == 2 for p in prods)
     for p in prods:
         assert tiny.replay(p.log) == p.smiles
