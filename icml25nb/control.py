@@ -5,6 +5,7 @@
 # %% ../nbs/05_control.ipynb #28884b16
 from __future__ import annotations
 
+import copy
 import math
 import time
 from pathlib import Path
@@ -420,12 +421,14 @@ class Agent:
 
     # --- saving ---
     def state(self) -> dict:
-        "Everything needed to continue exactly where this agent is (see `save`)."
-        return {"algo": type(self).__name__, "config": dict(self.config),
-                "modules": {k: getattr(self, k).state_dict() for k in self._module_names},
-                "optims": {k: getattr(self, k).state_dict() for k in self._optim_names},
-                "extra": self._extra_state(), "obs_mean": self.obs_mean, "obs_std": self.obs_std,
-                "n_updates": self.n_updates, "rng": self.gen.get_state()}
+        "A snapshot of everything needed to continue exactly where this agent is (see `save`); it shares no tensor."
+        # state_dict() returns views of the live parameters and optimiser moments: deep-copied, later updates
+        # leave the snapshot as it was
+        return copy.deepcopy({"algo": type(self).__name__, "config": dict(self.config),
+                              "modules": {k: getattr(self, k).state_dict() for k in self._module_names},
+                              "optims": {k: getattr(self, k).state_dict() for k in self._optim_names},
+                              "extra": self._extra_state(), "obs_mean": self.obs_mean, "obs_std": self.obs_std,
+                              "n_updates": self.n_updates, "rng": self.gen.get_state()})
 
     def _extra_state(self) -> dict:
         return {}
@@ -439,6 +442,7 @@ class Agent:
             raise ValueError("not a saved agent state")
         if s["algo"] != type(self).__name__:
             raise ValueError(f"the state is of a {s['algo']} agent, not {type(self).__name__}")
+        s = copy.deepcopy(s)  # Optimizer.load_state_dict keeps the given moment tensors: two loads would share them
         for key in ("obs_dim", "act_dim", "hidden"):
             if tuple(np.atleast_1d(s["config"][key])) != tuple(np.atleast_1d(self.config[key])):
                 raise ValueError(f"the state has {key}={s['config'][key]}, this agent {self.config[key]}")

@@ -294,6 +294,37 @@ def test_save_load_round_trip(tmp_path, algo):
         C.make_agent(other, env, hidden=(16, 16)).load(path)
 
 
+@pytest.mark.parametrize("algo", ["TD3", "SAC"])
+def test_in_memory_state_is_a_snapshot_and_loads_share_nothing(algo):
+    # torch's Optimizer.load_state_dict keeps the moment tensors it is given, and state_dict() returns views of the
+    # live parameters: without copies, two agents loaded from one state() would share their Adam moments and step
+    # counts, and a state() would follow the agent's later updates (issue 46)
+    env = C.make_env("Pendulum-v1")
+    b = _batch(32, 3, 1, seed=8)
+    b = b._replace(act=np.clip(b.act, -1, 1))
+    agent = C.make_agent(algo, env, hidden=(16, 16), seed=4)
+    for _ in range(3):
+        agent.update(b)
+    s = agent.state()
+    first = [p.detach().clone() for p in agent.actor.parameters()]
+    a2 = C.make_agent(algo, env, hidden=(16, 16), seed=99).load_state(s)
+    a3 = C.make_agent(algo, env, hidden=(16, 16), seed=99).load_state(s)
+    l2 = [a2.update(b) for _ in range(3)]  # a2 trains first, then a3 from the same state
+    l3 = [a3.update(b) for _ in range(3)]
+    assert l2 == l3
+    for p, q in zip(a2.actor.parameters(), a3.actor.parameters()):
+        assert torch.equal(p, q)
+    for k in s["optims"]:  # the loaded agents' moments are their own
+        for st2, st in zip(getattr(a2, k).state.values(), s["optims"][k]["state"].values()):
+            assert all(v.data_ptr() != st[n].data_ptr() for n, v in st2.items() if torch.is_tensor(v))
+    agent.update(b)  # the snapshot does not follow the agent
+    for w, v in zip(first, s["modules"]["actor"].values()):
+        assert torch.equal(w, v)
+    back = C.make_agent(algo, env, hidden=(16, 16), seed=99).load_state(s)
+    for p, w in zip(back.actor.parameters(), first):
+        assert torch.equal(p, w)
+
+
 # --- environments and rollouts -------------------------------------------------------------------------------------
 
 def test_vector_pointmass_is_the_kernel_and_autoresets_in_the_same_step():

@@ -131,6 +131,48 @@ def test_train_pt_cpt_forgetting_and_replay():
     np.testing.assert_allclose(curves["new"]["S1cpt"], [0.6, 1.2], atol=1e-12)
 
 
+def test_branches_with_the_same_schedule_give_the_same_losses():
+    # issue 46: Optimizer.load_state_dict keeps the checkpoint's moment tensors, which opt.step() then updates in place;
+    # without a copy, run "b" started from run "x"'s final Adam moments and step count and differed from run "a"
+    ch = markov_chain(8, 1, 0.5, seed=3)
+    c1 = markov_corpus(ch, 20_000, 600, seed=0)
+    c2 = markov_corpus(cpt.shifted_chain(ch, 0.5, seed=3), 20_000, 600, seed=1)
+    torch.manual_seed(0)
+    m = TinyLM(16, 1, 2, 8, 8)
+    lr = cpt.schedule_lrs("wsd", 40, 3e-2, 4)
+    r = cpt.train_pt_cpt(m, c1.train, c2.train, {"pt": c1.val, "cpt": c2.val}, cpt.schedule_lrs("wsd", 60, 3e-2, 5),
+                         {"a": (lr, 0.25), "x": (cpt.schedule_lrs("cosine", 40, 5e-2, 4), 0.0), "b": (lr, 0.25)},
+                         batch_size=32, eval_every=10, seed=0)
+    for d in ("pt", "cpt"):
+        assert np.array_equal(r["cpt"]["a"]["val"][d], r["cpt"]["b"]["val"][d])
+        assert not np.array_equal(r["cpt"]["a"]["val"][d], r["cpt"]["x"]["val"][d])
+
+
+def test_runs_without_the_replayed_windows(monkeypatch):
+    "old=False trains on the replay run's own new-domain windows, and on nothing in place of the old ones."
+    seen = []
+    real = cpt.lm_loss
+    monkeypatch.setattr(cpt, "lm_loss", lambda model, batch: (seen.append(batch.clone()), real(model, batch))[1])
+    ch = markov_chain(8, 1, 0.5, seed=3)
+    c1 = markov_corpus(ch, 5_000, 200, seed=0)
+    c2 = markov_corpus(cpt.shifted_chain(ch, 0.5, seed=3), 5_000, 200, seed=1)
+    m = TinyLM(8, 1, 1, 4, 8)
+    lr = cpt.schedule_lrs("constant", 3, 1e-2)
+    r = cpt.train_pt_cpt(m, c1.train, c2.train, {"pt": c1.val}, lr, {"replay": (lr, 0.25), "none": (lr, 0.25, False)},
+                         batch_size=8, eval_every=3, seed=0)
+    pt, rep, no_old = seen[:3], seen[3:6], seen[6:]
+    assert [b.shape[0] for b in rep] == [8] * 3 and [b.shape[0] for b in no_old] == [6] * 3
+    for a, b in zip(rep, no_old):
+        assert torch.equal(a[:6], b)
+    starts = lambda batch, ids: all(any(np.array_equal(ids[s:s + 5], w) for s in range(len(ids) - 4)) for w in batch.numpy())
+    assert starts(rep[0][6:], c1.train) and starts(no_old[0], c2.train)  # the replayed rows are old-domain windows
+    assert r["cpt"]["none"]["old"] is False and r["cpt"]["replay"]["old"] is True
+    with pytest.raises(ValueError, match="old"):
+        cpt.train_pt_cpt(m, c1.train, c2.train, {"pt": c1.val}, lr, {"all": (lr, 1.0, False)}, batch_size=8)
+    with pytest.raises(ValueError, match="old"):
+        cpt.train_pt_cpt(m, c1.train, c2.train, {"pt": c1.val}, lr, {"x": (lr, 0.5, "no")}, batch_size=8)
+
+
 def test_bad_input_names_the_argument():
     eta = np.full(10, 0.1)
     cases = [
