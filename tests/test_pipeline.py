@@ -182,11 +182,69 @@ def test_search_reaches_the_exhaustive_optimum_and_keeps_limits():
 
 
 def test_authors_rule_stays_on_an_invalid_start():
-    prof = PL.synthetic_profile("transformer", 48, seed=0)
+    prof = PL.synthetic_profile("transformer", 48, seed=1)
     cap = 1.1 * PL.min_peak_memory(prof, 4, 8) / PL.RESERVE
     drop = PL.plan_search(prof, 4, 8, capacity=cap, invalid="drop")
     repair = PL.plan_search(prof, 4, 8, capacity=cap)
     assert not drop.valid and repair.valid and drop.time < repair.time
+
+
+def test_pfeife_family_contains_1f1b_and_our_interleaved_order():
+    for D, B in [(4, 8), (3, 5), (2, 4)]:
+        assert PL.schedule_order(PL.pfeife_schedule(B, 0), D, D, B) == PL.schedule_order("1f1b", D, D, B)
+    for S, D, B in [(8, 4, 8), (4, 2, 4), (12, 4, 12), (8, 2, 4)]:
+        assert PL.schedule_order(PL.pfeife_schedule(D, D - 1), S, D, B) == PL.schedule_order("interleaved", S, D, B)
+        assert PL.pfeife_schedule(D, D - 1) in PL.pfeife_schedules(S, D, B)
+    assert PL.schedule_order(PL.pfeife_schedule(4, 1), 4, 4, 4) != PL.schedule_order("1f1b", 4, 4, 4)
+
+
+def test_pfeife_warm_up_by_hand():
+    # 8 stages on 4 devices, loop_batch 4, prefetch 0: device 3 runs stages 3 and 7; 7 is the last stage (distance
+    # 1), so its warm-up is 7 // 4 * 4 + 1 = 5 forwards: micro-batches 0-3 of stage 3, then 0 of stage 7
+    o = PL.schedule_order(PL.pfeife_schedule(4, 0), 8, 4, 8)
+    assert o[3][:7] == [(3, 0, True), (3, 1, True), (3, 2, True), (3, 3, True), (7, 0, True), (7, 0, False),
+                        (7, 1, True)]
+    # device 0 (stages 0 and 4, distance 4): 4 + 4 = 8 forwards; prefetch 2 adds min(3, 2) = 2 more
+    assert [f for _, _, f in o[0][:9]] == [True] * 8 + [False]
+    o2 = PL.schedule_order(PL.pfeife_schedule(4, 2), 8, 4, 8)
+    assert [f for _, _, f in o2[0][:11]] == [True] * 10 + [False]
+
+
+def test_pfeife_family_is_the_authors_set_and_runs():
+    assert PL.pfeife_schedules(4, 4, 8) == [f"pfeife-lb8-pf{p}" for p in range(4)]
+    # looped: loop_batch 4..8, above 4 only divisors of 8 -> {4, 8}, times prefetch 0..3
+    assert PL.pfeife_schedules(8, 4, 8) == [f"pfeife-lb{lb}-pf{p}" for lb in (4, 8) for p in range(4)]
+    assert len(PL.pfeife_schedules(12, 4, 12)) == 4 * 3  # 4, 6, 12
+    prof = PL.synthetic_profile("unet", 48, seed=2)
+    for S in (4, 8, 12):
+        for name in PL.pfeife_schedules(S, 4, 8):  # every member is a deadlock-free schedule of every op
+            t, mem = PL.simulate(prof, PL.plan_even(prof, S), 4, 8, name)
+            assert np.isfinite(t) and t > 0 and mem.shape == (4,)
+
+
+def test_plan_balanced_is_the_min_max_parameter_split():
+    prof = PL.synthetic_profile("chain", 14, seed=3)
+    cp = np.concatenate([[0.0], np.cumsum(prof.param_bytes)])
+    worst = lambda sp: max(cp[b] - cp[a] for a, b in zip((0, *sp), (*sp, 14)))
+    best = min(itertools.combinations(range(1, 14), 2), key=worst)
+    got = PL.plan_balanced(prof, 3)
+    assert worst(got) == pytest.approx(worst(best), rel=1e-12) and len(got) == 2
+
+
+def test_plan_pfeife_starts_with_1f1b_and_keeps_limits():
+    prof = PL.synthetic_profile("unet", 48, seed=5)
+    D, B = 4, 8
+    pf, s = PL.plan_pfeife(prof, D, B), PL.plan_search(prof, D, B)
+    # its first run is the 1F1B member from the same start, so it is never slower than the 1F1B-only search
+    assert pf.time <= s.time and pf.valid and pf.evaluated > s.evaluated
+    cap = 1.1 * PL.min_peak_memory(prof, D, B) / PL.RESERVE
+    fit = PL.plan_pfeife(prof, D, B, capacity=cap)
+    if fit.valid:
+        assert max(fit.peak_mem) < PL.RESERVE * cap
+    none = PL.plan_pfeife(prof, D, B, capacity=1.0)
+    assert not none.valid and np.isfinite(none.time)
+    with pytest.raises(ValueError, match="too few nodes"):
+        PL.plan_pfeife(prof, prof.n - 3, 8)
 
 
 def test_neighbours_follow_the_authors_moves():
@@ -262,6 +320,12 @@ def test_bad_input():
         PL.plan_search(prof, 4, 8, invalid="keep")
     with pytest.raises(ValueError, match="start must have"):
         PL.plan_search(prof, 4, 8, start=[3, 9])
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        PL.simulate(prof, [4, 8, 12], 4, 8, "pfeife-lb4")
+    with pytest.raises(ValueError, match="loop_batch must be between"):
+        PL.simulate(prof, [4, 8, 12], 4, 8, "pfeife-lb9-pf0")
+    with pytest.raises(ValueError, match="n_stages must be at least n_devices"):
+        PL.pfeife_schedules(2, 4, 8)
     with pytest.raises(ValueError, match="max_plans"):
         PL.plan_exhaustive(PL.synthetic_profile("transformer", 96), 8, 8)
     with pytest.raises(TypeError, match="profile must be a Profile"):
