@@ -105,7 +105,9 @@ def _replay(profile, splits, D, B, schedule, bw, lat, routing="direct"):
 
 @pytest.mark.parametrize("kind,sched,S,D,B", [("transformer", "1f1b", 4, 4, 8), ("unet", "1f1b", 4, 4, 8),
                                               ("unet", "gpipe", 3, 3, 5), ("unet", "interleaved", 8, 4, 8),
-                                              ("chain", "interleaved", 6, 2, 4)])
+                                              ("chain", "interleaved", 6, 2, 4),
+                                              ("unet", "pfeife-lb4-pf2", 8, 4, 8), ("transformer", "pfeife-lb8-pf1", 4, 4, 8),
+                                              ("unet", "pfeife-lb8-pf3", 12, 4, 8), ("chain", "pfeife-lb2-pf0", 6, 2, 4)])
 def test_simulator_equals_an_event_replay(kind, sched, S, D, B):
     prof = PL.synthetic_profile(kind, 48, seed=2)
     rng = np.random.default_rng(0)
