@@ -340,6 +340,12 @@ def test_bad_input():
         PL.profile_graph("net", torch.zeros(1))
     with pytest.raises(TypeError, match="plan must be a Plan"):
         PL.run_pipeline(PL.MLPChain([2, 2]), [(1,)], (torch.zeros(2, 2), torch.zeros(2, 2)))
+    with pytest.raises(ValueError, match="'gpipe' or '1f1b' for plan_dp"):
+        PL.plan_dp(prof, 4, 8, "pfeife-lb8-pf1")
+    with pytest.raises(ValueError, match="'gpipe' or '1f1b' for min_peak_memory"):
+        PL.min_peak_memory(prof, 4, 8, "pfeife-lb8-pf1")
+    with pytest.raises(ValueError, match="plan schedule must be one of"):
+        PL.run_pipeline(PL.MLPChain([2, 2, 2]), PL.Plan((1,), "pfeife-lb2-pf1", 2, 2, 2), (torch.zeros(2, 2),) * 2)
     with pytest.raises(ValueError, match="world_size"):
         PL.run_pipeline(PL.MLPChain([2, 2, 2]), PL.Plan((1,), "1f1b", 2, 2, 2), (torch.zeros(2, 2),) * 2,
                         world_size=1)

@@ -749,8 +749,8 @@ def plan_dp(profile: Profile, n_devices: int, n_micro: int, schedule: str = "1f1
     if not profile.is_chain:
         raise ValueError("profile must be a chain (edges only between consecutive nodes) for plan_dp")
     schedule, S, D, B = _check_schedule(schedule, n_devices, n_devices, n_micro)
-    if schedule == "interleaved":
-        raise ValueError("schedule must be 'gpipe' or '1f1b' for plan_dp (one stage per device)")
+    if schedule not in ("gpipe", "1f1b"):
+        raise ValueError(f"schedule must be 'gpipe' or '1f1b' for plan_dp (one stage per device), got {schedule!r}")
     if S > profile.n:
         raise ValueError(f"n_devices must be at most the number of nodes ({profile.n}), got {S}")
     n = profile.n
@@ -781,6 +781,8 @@ def min_peak_memory(profile: Profile, n_devices: int, n_micro: int, schedule: st
     program on memory; for any profile, since a stage's memory depends only on its own node range and position)."""
     _check_profile(profile)
     schedule, S, D, B = _check_schedule(schedule, n_devices, n_devices, n_micro)
+    if schedule not in ("gpipe", "1f1b"):
+        raise ValueError(f"schedule must be 'gpipe' or '1f1b' for min_peak_memory, got {schedule!r}")
     n = profile.n
     _, mem_t = _stage_table(profile, B, D, schedule, 1.0, 0.0) if profile.is_chain else (None, None)
     if not profile.is_chain:  # general edges: what each range receives and sends, by brute force over (a, b)
@@ -1394,6 +1396,9 @@ def run_pipeline(model, plan, batch, world_size: int = 2, dtype=torch.float64, s
             raise ValueError(f"plan has {p.n_devices} devices but world_size is {world_size}")
         _check_splits(p.splits, len(_compute_nodes(traced[k])))
         _check_schedule(p.schedule, p.n_stages, p.n_devices, p.n_micro)
+        if p.schedule not in SCHEDULES:  # torch's runtime has GPipe, 1F1B and interleaved 1F1B, not the authors' family
+            raise ValueError(f"plan schedule must be one of {', '.join(SCHEDULES)} to run on torch.distributed."
+                             f"pipelining, got {p.schedule!r}")
         if uniq[k][1][0].shape[0] % p.n_micro:
             raise ValueError(f"the batch ({uniq[k][1][0].shape[0]} rows) must split into n_micro = {p.n_micro} "
                              "equal parts")
