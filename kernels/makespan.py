@@ -33,7 +33,11 @@ Three implementations with one signature ``(ptr, pred, slot, kind, dur, extra) -
 
 ``makespan_objgraph`` is what the authors' planner does for one plan (and what a user would write): a Python dict
 from vertex to (successor, weight) lists, a depth-first topological sort and a relaxation pass. ``benchmark`` times
-it and ``networkx.dag_longest_path_length`` against the kernels on 1F1B with 8 stages and 32 micro-batches.
+it and ``networkx.dag_longest_path_length`` against the kernels on 1F1B with 8 stages and 32 micro-batches, on a DAG
+built here (``schedule_dag``: the kernel package imports no chapter); ``bench/makespan_pipeline.py`` runs the same
+benchmark on real splits of the pipeline chapter's transformer. An outside side-by-side run timed the authors' own
+``_valuate_points`` (MerHS/pfeife) about 1.4x faster per plan than ``makespan_objgraph``: read the njit / object
+graph ratio as about 1.4x larger than njit / the authors' code.
 """
 from __future__ import annotations
 
@@ -45,7 +49,7 @@ from numba import cuda, njit
 from icml25nb.kernels._bench import best_time as _best_time
 
 __all__ = ["check_makespan_inputs", "makespan_ref", "makespan_njit", "makespan_cuda", "makespan_objgraph",
-           "benchmark"]
+           "schedule_dag", "random_plan_weights", "benchmark"]
 
 
 def check_makespan_inputs(ptr, pred, slot, kind, dur, extra):
@@ -226,20 +230,101 @@ def _networkx_makespan(ptr, pred, slot, kind, dur, extra) -> np.ndarray:
     return out
 
 
-def benchmark(size: str = "default", repeat: int = 3) -> dict:
-    """Makespans of random 8-stage splits of a 96-node transformer profile, 1F1B with 32 micro-batches on 8 devices:
-    the Python object graph (authors' style) and networkx per plan, the NumPy reference, @njit (and CUDA on a GPU)."""
+def schedule_dag(n_stages: int, n_micro: int, all_pairs: bool = True) -> tuple:
+    """The benchmark's DAG template, built here so that the kernel package needs no chapter: 1F1B with one stage per
+    device (device s runs n_stages - s forwards, then alternates backward and forward), a transfer edge between every
+    two stages (`all_pairs`, as a model with skip connections needs; columns of `extra` 0.. in (a, b) order) or only
+    between neighbours, and the optimizer step of each device before the sink (the last columns). Returns
+    (ptr, pred, slot, kind, n_extra); `kind`: forward of stage s is column s, its backward S + s, the sink 2S. The
+    pipeline chapter builds the same DAG for any schedule (`icml25nb.efficient.pipeline.schedule_template`)."""
+    S, B = int(n_stages), int(n_micro)
+    if S < 1 or B < 1:
+        raise ValueError(f"n_stages and n_micro must be at least 1, got {n_stages}, {n_micro}")
+    pairs = [(a, b) for a in range(S) for b in range(a + 1, S) if all_pairs or b == a + 1]
+    col = {ab: i for i, ab in enumerate(pairs)}
+    vid = lambda s, m, f: (s * B + m) * 2 + (0 if f else 1)
+    n = 2 * S * B + 1
+    preds = [[] for _ in range(n)]
+    for s in range(S):
+        warm = min(B, S - s)
+        order = [(m, True) for m in range(warm)]
+        for m in range(B):
+            order.append((m, False))
+            if warm + m < B:
+                order.append((warm + m, True))
+        for (m0, f0), (m1, f1) in zip(order, order[1:]):
+            preds[vid(s, m1, f1)].append((vid(s, m0, f0), -1))
+        preds[n - 1].append((vid(s, *order[-1]), len(pairs) + s))
+        for m in range(B):
+            for a in range(s):
+                if (a, s) in col:
+                    preds[vid(s, m, True)].append((vid(a, m, True), col[a, s]))
+            preds[vid(s, m, False)].append((vid(s, m, True), -1))
+            for b in range(s + 1, S):
+                if (s, b) in col:
+                    preds[vid(s, m, False)].append((vid(b, m, False), col[s, b]))
+    indeg = [len(p) for p in preds]
+    succ = [[] for _ in range(n)]
+    for v, p in enumerate(preds):
+        for u, _ in p:
+            succ[u].append(v)
+    ready, topo = [v for v in range(n) if indeg[v] == 0], []
+    while ready:  # Kahn's algorithm (1F1B never deadlocks)
+        u = ready.pop()
+        topo.append(u)
+        for v in succ[u]:
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                ready.append(v)
+    topo.sort(key=lambda v: v == n - 1)  # the sink last
+    new = np.empty(n, np.int64)
+    new[topo] = np.arange(n)
+    ptr, pred, slot, kind = [0], [], [], []
+    for v in topo:
+        for u, sl in sorted(preds[v], key=lambda x: new[x[0]]):
+            pred.append(new[u])
+            slot.append(sl)
+        ptr.append(len(pred))
+        s, f = v // 2 // B, v % 2 == 0
+        kind.append(2 * S if v == n - 1 else (s if f else S + s))
+    return (np.asarray(ptr, np.int64), np.asarray(pred, np.int64), np.asarray(slot, np.int64),
+            np.asarray(kind, np.int64), len(pairs) + S)
+
+
+def random_plan_weights(n_stages: int, n_extra: int, n_plans: int, seed: int = 0, all_pairs: bool = True) -> tuple:
+    """`dur` and `extra` of `n_plans` random plans for `schedule_dag`: lognormal stage times (backward 2x forward),
+    transfers between neighbouring stages, the other pairs switched off (-inf) as a chain's split leaves them."""
+    rng = np.random.default_rng(seed)
+    S, P = int(n_stages), int(n_plans)
+    fwd = rng.lognormal(np.log(4e-3), 0.5, (P, S))
+    dur = np.concatenate([fwd, 2 * fwd * rng.lognormal(0, 0.05, (P, S)), np.zeros((P, 1))], axis=1)
+    extra = np.full((P, n_extra), -np.inf)
+    pairs = [(a, b) for a in range(S) for b in range(a + 1, S) if all_pairs or b == a + 1]
+    for i, (a, b) in enumerate(pairs):
+        if b == a + 1:
+            extra[:, i] = 2e-5 + rng.uniform(0.5, 1.5, P) * 8e6 / 12e9
+    extra[:, len(pairs):] = rng.uniform(0, 1e-4, (P, S))
+    return dur, extra
+
+
+def benchmark(size: str = "default", repeat: int = 3, inputs: tuple | None = None, label: str = "") -> dict:
+    """Makespans of many random plans of one 8-stage 1F1B DAG with 32 micro-batches (`schedule_dag`, random stage
+    times: the shape, not the numbers, sets the cost): the Python object graph (authors' style) and networkx per
+    plan, the NumPy reference, @njit (and CUDA on a GPU). `inputs` = (ptr, pred, slot, kind, dur, extra) replaces
+    them (bench/makespan_pipeline.py passes real splits of the pipeline chapter's transformer)."""
     if size not in ("small", "default", "full"):
         raise ValueError(f"size must be 'small', 'default' or 'full', got {size!r}")
-    from icml25nb.efficient import pipeline as PL
     n_plans, n_slow = {"small": (500, 20), "default": (10_000, 100), "full": (100_000, 200)}[size]
     S, B = 8, 32
-    prof = PL.synthetic_profile("transformer", n_nodes=96, seed=0)
-    rng = np.random.default_rng(1)
-    splits = np.sort(np.stack([rng.choice(np.arange(1, prof.n), S - 1, replace=False) for _ in range(n_plans)]), 1)
-    tpl = PL.schedule_template("1f1b", S, S, B)
-    dur, extra = PL.plan_weights(prof, splits, tpl, bandwidth=PL.DEFAULT_BANDWIDTH, latency=PL.DEFAULT_LATENCY)
-    args = (tpl.ptr, tpl.pred, tpl.slot, tpl.kind)
+    if inputs is None:
+        ptr, pred, slot, kind, n_extra = schedule_dag(S, B)
+        dur, extra = random_plan_weights(S, n_extra, n_plans, seed=1)
+        label = label or "random stage times"
+    else:
+        ptr, pred, slot, kind, dur, extra = check_makespan_inputs(*inputs)
+        n_plans = dur.shape[0]
+        n_slow = min(n_slow, n_plans)
+    args = (ptr, pred, slot, kind)
     few = (dur[:n_slow], extra[:n_slow])
     rows, values = {}, {}
     ref_few = makespan_ref(*args, *few)
@@ -254,13 +339,13 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     values["max |njit - reference|, all plans"] = float(np.abs(got - makespan_ref(*args, dur, extra)).max())
     values["max |object graph - reference|"] = float(np.abs(makespan_objgraph(*args, *few) - ref_few).max())
     values["max |networkx - reference|"] = float(np.abs(_networkx_makespan(*args, *few) - ref_few).max())
-    values["vertices, edges of the DAG"] = f"{len(tpl.ptr) - 1}, {len(tpl.pred)}"
+    values["vertices, edges of the DAG"] = f"{len(ptr) - 1}, {len(pred)}"
     import os
     if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and cuda.is_available():
         rows["cuda (one thread per plan, with transfers)"] = _best_time(lambda: makespan_cuda(*args, dur, extra),
                                                                         repeat)
         values["max |cuda - reference|"] = float(np.abs(makespan_cuda(*args, dur, extra) - got).max())
     ratios = {f"njit vs {k}": rows[k] / rows["njit"] for k in rows if k != "njit"}
-    return {"kernel": "makespan", "task": f"{n_plans} candidate 8-stage splits, 1F1B, 32 micro-batches",
+    return {"kernel": "makespan", "task": f"{n_plans} candidate plans of 8 stages, 1F1B, 32 micro-batches ({label})",
             "seconds": rows, "reference": "NumPy reference (vectorised over plans)", "values": values,
             "ratios": ratios}

@@ -111,9 +111,31 @@ def test_bad_input():
         MK.makespan_njit(ptr, pred, slot, kind, dur, np.full_like(extra, np.nan))
 
 
+@pytest.mark.parametrize("S,B,all_pairs", [(1, 3, True), (4, 8, True), (3, 5, False), (8, 32, True)])
+def test_schedule_dag_is_the_chapters_1f1b_template(S, B, all_pairs):
+    from icml25nb.efficient import pipeline as PL
+    ptr, pred, slot, kind, n_extra = MK.schedule_dag(S, B, all_pairs)
+    tpl = PL.schedule_template("1f1b", S, S, B, "all" if all_pairs else "adjacent")
+    assert (len(ptr), len(pred), n_extra) == (len(tpl.ptr), len(tpl.pred), tpl.n_extra)
+    dur, extra = MK.random_plan_weights(S, n_extra, 30, seed=S, all_pairs=all_pairs)
+    extra[5:10] = np.random.default_rng(0).uniform(0, 1e-3, extra[5:10].shape)  # every transfer edge switched on
+    np.testing.assert_allclose(MK.makespan_ref(ptr, pred, slot, kind, dur, extra),
+                               MK.makespan_ref(tpl.ptr, tpl.pred, tpl.slot, tpl.kind, dur, extra), rtol=0, atol=1e-15)
+
+
+def test_kernel_package_imports_no_chapter():
+    import ast
+    import inspect
+    tree = ast.parse(inspect.getsource(MK))
+    names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert names and not [m for m in names if m.startswith("icml25nb") and not m.startswith("icml25nb.kernels")]
+
+
 def test_benchmark_small_reports_rows_and_agreement():
     res = MK.benchmark("small", repeat=1)
     assert set(res) >= {"kernel", "task", "seconds", "reference", "values", "ratios"}
     assert res["reference"] in res["seconds"]
     assert all(v < 1e-9 for k, v in res["values"].items() if k.startswith("max"))
     assert "njit vs Python object graph, per plan (20 plans, scaled)" in res["ratios"]
+    assert res["values"]["vertices, edges of the DAG"] == "513, 2560"

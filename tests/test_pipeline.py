@@ -1,247 +1,10 @@
-"""icml25nb.efficient.pipeline: schedules against torch.distributed.pipelining's, the simulator against an independent
-replay and closed forms, the memory model by hand, the planners against brute force, capture/profiling/stages with
-torch.fx, one small 2-process session, bad input. The chapter's experiment itself runs in tests/test_chapters.py."""
-import copy
-import itertools
-from types import SimpleNamespace
-
-import numpy as np
+"""icml25nb.efficient.pipeline: bad input of every part gives a one-line error naming the argument. The parts have
+their own files: tests/test_pipeline_simulator.py, _planner.py, _runner.py (profiler and runner). The chapter's
+experiment itself runs in tests/test_chapters.py."""
 import pytest
 import torch
 
 from icml25nb.efficient import pipeline as PL
-
-
-def _actions(order_by_rank):
-    "torch's pipeline_order as (stage, micro-batch, is_forward), compute actions only."
-    from torch.distributed.pipelining.schedules import _ComputationType as C
-    out = []
-    for rank in sorted(order_by_rank):
-        acts = [a for a in order_by_rank[rank] if a is not None and a.computation_type in (C.FORWARD, C.FULL_BACKWARD)]
-        out.append([(a.stage_index, a.microbatch_index, a.computation_type == C.FORWARD) for a in acts])
-    return out
-
-
-def _executed(cls, p, m):
-    """The order in which torch's single-stage schedule `cls` runs each rank's forwards and backwards: its
-    `_step_microbatches` driven with a recording stand-in for the stage (no communication). (Its `_get_pipeline_order`,
-    used for visualisation, numbers the last rank's 1F1B micro-batches from 1: not what runs.)"""
-    out = []
-    for r in range(p):
-        log = []
-        stage = SimpleNamespace(
-            stage_index=r, is_first=r == 0, is_last=r == p - 1,
-            get_fwd_recv_ops=lambda i: [], get_fwd_send_ops=lambda i: [], get_bwd_recv_ops=lambda i: [],
-            get_bwd_send_ops=lambda i: [], perform_reduce_grad=lambda *a, **k: None,
-            forward_one_chunk=lambda i, *a, **k: log.append((r, i, True)),
-            backward_one_chunk=lambda i, **k: log.append((r, i, False)))
-        sched = SimpleNamespace(_n_microbatches=m, _num_stages=p, _stage=stage, scale_grads=True,
-                                _check_inputs=lambda a, k, t, l: (a, k), _initialize_stage=lambda *a: None,
-                                _maybe_compute_loss=lambda *a: None, _maybe_get_loss=lambda *a: None,
-                                _update_losses=lambda *a: None)
-        cls._step_microbatches(sched, [()] * m, [{}] * m)
-        out.append(log)
-    return out
-
-
-@pytest.mark.parametrize("p,m", [(2, 2), (2, 5), (4, 4), (4, 9), (3, 7)])
-def test_gpipe_and_1f1b_orders_are_torchs(p, m):
-    from torch.distributed.pipelining.schedules import Schedule1F1B, ScheduleGPipe
-    assert PL.schedule_order("gpipe", p, p, m) == _executed(ScheduleGPipe, p, m)
-    assert PL.schedule_order("1f1b", p, p, m) == _executed(Schedule1F1B, p, m)
-
-
-@pytest.mark.parametrize("S,D,m", [(4, 2, 4), (4, 2, 8), (6, 2, 6), (8, 4, 8), (8, 2, 4), (8, 4, 3), (12, 4, 12)])
-def test_interleaved_order_is_torchs(S, D, m):
-    from torch.distributed.pipelining.schedules import ScheduleInterleaved1F1B
-    rounds = max(1, m // D)
-    stub = SimpleNamespace(n_local_stages=S // D, pp_group_size=D, _n_microbatches=m, number_of_rounds=rounds,
-                           microbatches_per_round=m // rounds)
-    want = _actions({r: ScheduleInterleaved1F1B._calculate_single_rank_operations(stub, r) for r in range(D)})
-    assert PL.schedule_order("interleaved", S, D, m) == want
-
-
-def _replay(profile, splits, D, B, schedule, bw, lat, routing="direct"):
-    """An independent discrete-event replay: devices run their orders; an operation starts when its device is free
-    and its inputs (activations forward, gradients backward) have arrived."""
-    bounds = [0, *splits, profile.n]
-    S = len(bounds) - 1
-    F = [profile.t_fwd[a:b].sum() for a, b in zip(bounds, bounds[1:])]
-    G = [profile.t_bwd[a:b].sum() for a, b in zip(bounds, bounds[1:])]
-    opt = [profile.t_opt[a:b].sum() for a, b in zip(bounds, bounds[1:])]
-    stage = lambda i: int(np.searchsorted(splits, i, side="right"))
-    nbytes = np.zeros((S, S))
-    for (i, j), w in zip(profile.edges, profile.edge_bytes):
-        a, b = stage(i), stage(j)
-        if a != b:
-            if routing == "direct":
-                nbytes[a, b] += w
-            else:
-                for k in range(a, b):
-                    nbytes[k, k + 1] += w
-    tau = lambda a, b: 0.0 if (a % D == b % D or nbytes[a, b] == 0) else lat + nbytes[a, b] / bw
-    order = PL.schedule_order(schedule, S, D, B) if isinstance(schedule, str) else schedule
-    done, pos, free = {}, [0] * D, [0.0] * D
-    while any(pos[d] < len(order[d]) for d in range(D)):
-        progressed = False
-        for d in range(D):
-            while pos[d] < len(order[d]):
-                s, m, f = order[d][pos[d]]
-                if f:
-                    deps = [("F", a, m, F[a] + tau(a, s)) for a in range(s) if nbytes[a, s] > 0 or a == s - 1]
-                else:
-                    deps = [("F", s, m, F[s])] + [("B", b, m, G[b] + tau(s, b)) for b in range(s + 1, S)
-                                                  if nbytes[s, b] > 0 or b == s + 1]
-                if not all((k, a, mm) in done for k, a, mm, _ in deps):
-                    break
-                ready = max([free[d]] + [done[(k, a, mm)] - (F[a] if k == "F" else G[a]) + w for k, a, mm, w in deps])
-                free[d] = ready + (F[s] if f else G[s])
-                done[("F" if f else "B", s, m)] = free[d]
-                pos[d] += 1
-                progressed = True
-        assert progressed, "replay deadlocked"
-    return max(free[d] + sum(opt[s] for s in range(S) if s % D == d) for d in range(D))
-
-
-@pytest.mark.parametrize("kind,sched,S,D,B", [("transformer", "1f1b", 4, 4, 8), ("unet", "1f1b", 4, 4, 8),
-                                              ("unet", "gpipe", 3, 3, 5), ("unet", "interleaved", 8, 4, 8),
-                                              ("chain", "interleaved", 6, 2, 4)])
-def test_simulator_equals_an_event_replay(kind, sched, S, D, B):
-    prof = PL.synthetic_profile(kind, 48, seed=2)
-    rng = np.random.default_rng(0)
-    for routing in ("direct", "chain"):
-        for _ in range(5):
-            sp = sorted(rng.choice(np.arange(1, prof.n), S - 1, replace=False).tolist())
-            got = PL.simulate(prof, sp, D, B, sched, 5e9, 1e-4, routing)[0]
-            assert got == pytest.approx(_replay(prof, sp, D, B, sched, 5e9, 1e-4, routing), rel=1e-12)
-
-
-@pytest.mark.parametrize("p,m,tf,tb", [(2, 1, 1.0, 1.0), (4, 8, 1.0, 2.0), (3, 5, 0.7, 0.4), (6, 3, 1.0, 3.0)])
-def test_closed_form(p, m, tf, tb):
-    prof = PL.Profile(np.full(p, tf), np.full(p, tb), np.zeros(p), np.zeros(p), [(i, i + 1) for i in range(p - 1)],
-                      np.full(p - 1, 1e6))
-    for sched in ("gpipe", "1f1b"):
-        t, _ = PL.simulate(prof, list(range(1, p)), p, m, sched, comm=False)
-        assert t == pytest.approx((m + p - 1) * (tf + tb), rel=1e-14)
-        assert PL.simulate(prof, list(range(1, p)), p, m, sched, bandwidth=1e9)[0] > t  # transfers cost time
-
-
-def test_memory_by_hand():
-    # 4 nodes, 2 stages on 2 devices, B = 3: params 10, 20, 30, 40; activations 1, 2, 3, 4; edges of 5 bytes; input 7
-    prof = PL.Profile(np.ones(4), np.ones(4), [10, 20, 30, 40], [1, 2, 3, 4], [(0, 1), (1, 2), (2, 3), (0, 3)],
-                      [5, 5, 5, 6], input_bytes=7)
-    tpl = PL.schedule_template("gpipe", 2, 2, 3)
-    got = PL.plan_memory(prof, [[2]], tpl)[0]
-    # device 0: 4 x 30 params, sends 5 + 6 bytes (x 2 x 3), input 7 x 3, 3 micro-batches of 1 + 2 alive at once
-    # device 1: 4 x 70 params, receives 11 bytes (x 3 x 3), 3 x (3 + 4) alive
-    np.testing.assert_allclose(got, [120 + 2 * 3 * 11 + 21 + 9, 280 + 3 * 3 * 11 + 21])
-    one = PL.plan_memory(prof, [[2]], PL.schedule_template("1f1b", 2, 2, 3))[0]
-    np.testing.assert_allclose(got - one, [(3 - 2) * 3, (3 - 1) * 7])  # 1F1B keeps p - s micro-batches
-
-
-def test_routing_chain_passes_skips_through():
-    prof = PL.synthetic_profile("unet", 48, seed=0)
-    sp = np.array([[10, 20, 30]])
-    d, c = PL._stage_bytes(prof, sp, 4, "direct")[0], PL._stage_bytes(prof, sp, 4, "chain")[0]
-    assert d[0, 3] > 0 and c[0, 3] == 0
-    for k in range(3):  # every tensor crossing boundary k is counted there
-        assert c[k, k + 1] == pytest.approx(d[:k + 1, k + 1:].sum())
-
-
-def test_plan_dp_is_the_exact_bottleneck_optimum_and_respects_memory():
-    prof = PL.synthetic_profile("chain", 16, seed=4)
-    D, B = 3, 4
-    tt, mt = PL._stage_table(prof, B, D, "1f1b", PL.DEFAULT_BANDWIDTH, PL.DEFAULT_LATENCY)
-    splits = list(itertools.combinations(range(1, 16), 2))
-    cost = lambda sp: max(tt[s, a, b] for s, (a, b) in enumerate(zip((0, *sp), (*sp, 16))))
-    mem = lambda sp: max(mt[s, a, b] for s, (a, b) in enumerate(zip((0, *sp), (*sp, 16))))
-    dp = PL.plan_dp(prof, D, B)
-    assert cost(dp.splits) == pytest.approx(min(cost(sp) for sp in splits), rel=1e-15)
-    lim = np.median([mem(sp) for sp in splits])
-    dpm = PL.plan_dp(prof, D, B, capacity=lim / PL.RESERVE)
-    assert dpm.valid and mem(dpm.splits) < lim
-    assert cost(dpm.splits) == pytest.approx(min(cost(sp) for sp in splits if mem(sp) < lim), rel=1e-15)
-    # the DP's memory table is the simulator's memory model
-    tpl = PL.schedule_template("1f1b", D, D, B)
-    assert PL.plan_memory(prof, [dpm.splits], tpl)[0].max() == pytest.approx(mem(dpm.splits), rel=1e-12)
-    assert not PL.plan_dp(prof, D, B, capacity=1.0).valid
-
-
-def test_search_reaches_the_exhaustive_optimum_and_keeps_limits():
-    prof = PL.synthetic_profile("unet", 48, seed=5)
-    D, B = 4, 8
-    ex, s = PL.plan_exhaustive(prof, D, B), PL.plan_search(prof, D, B)
-    assert ex.evaluated == 16215 and ex.time <= s.time <= 1.02 * ex.time
-    cap = 1.1 * PL.min_peak_memory(prof, D, B) / PL.RESERVE
-    sc = PL.plan_search(prof, D, B, capacity=cap)
-    assert sc.valid and max(sc.peak_mem) < PL.RESERVE * cap and sc.time >= s.time
-    assert sc.time >= PL.plan_exhaustive(prof, D, B, capacity=cap).time - 1e-12
-    # Algorithm 1's outer loop returns the best of its schedules
-    multi = PL.plan_search(prof, D, B, schedules=("gpipe", "1f1b", "interleaved"))
-    assert multi.time <= s.time and multi.schedule in PL.SCHEDULES
-
-
-def test_authors_rule_stays_on_an_invalid_start():
-    prof = PL.synthetic_profile("transformer", 48, seed=0)
-    cap = 1.1 * PL.min_peak_memory(prof, 4, 8) / PL.RESERVE
-    drop = PL.plan_search(prof, 4, 8, capacity=cap, invalid="drop")
-    repair = PL.plan_search(prof, 4, 8, capacity=cap)
-    assert not drop.valid and repair.valid and drop.time < repair.time
-
-
-def test_neighbours_follow_the_authors_moves():
-    nb = PL._neighbours((10, 20, 30), 48, window=10, min_gap=1)
-    assert (11, 20, 30) in nb and (10, 20, 31) in nb and (21, 20, 30) not in nb
-    assert all(len(c) == 3 and all(b > a for a, b in zip((0,) + c, c + (48,))) for c in nb)
-    assert max(c[0] for c in nb if c[1:] == (20, 30)) == 19  # keeps min_gap to the next point
-    assert any(c[0] != 10 and c[1] != 20 and c[2] != 30 for c in nb)  # proportional moves shift every point
-
-
-def test_profile_graph_and_split_graph():
-    torch.manual_seed(0)
-    net = PL.SkipMLP(12, (24, 16, 8), 3).double()
-    x = torch.randn(5, 12, dtype=torch.float64)
-    prof = PL.profile_graph(net, x, reps=2)
-    nodes = PL._compute_nodes(PL._trace(net))
-    assert prof.n == len(nodes) and not prof.is_chain
-    assert prof.param_bytes.sum() == sum(p.numel() * 8 for p in net.parameters())
-    lin = [i for i, n in enumerate(nodes) if n.op == "call_module"]
-    assert all(prof.t_bwd[i] > 0 for i in lin) and prof.input_bytes == 5 * 12 * 8
-    out_bytes = {i: 5 * 8 * m.out_features for i, m in zip(lin, [*net.enc, *net.dec, net.head])}
-    for (i, j), b in zip(prof.edges, prof.edge_bytes):
-        if i in out_bytes:
-            assert b == out_bytes[i]
-    for splits in ([2], [4, 9], [1, 5, 9, 12]):
-        mods = PL.split_graph(net, splits)
-        h = (x,)
-        for m in mods[:-1]:
-            h = m(*h)
-        torch.testing.assert_close(mods[-1](*h), net(x), rtol=0, atol=1e-14)
-    with pytest.raises(ValueError, match="single tensor"):
-        PL.split_graph(PL._trace(_TwoOutputs()), [1])
-
-
-class _TwoOutputs(torch.nn.Module):
-    def forward(self, x):
-        return x + 1, x * 2
-
-
-def test_two_processes_match_one_process():
-    torch.manual_seed(1)
-    net = PL.SkipMLP(8, (16, 12, 6), 3)
-    chain = PL.MLPChain([8, 16, 16, 3])
-    xy = (torch.randn(8, 8, dtype=torch.float64), torch.randn(8, 3, dtype=torch.float64))
-    plans = [PL.Plan((6,), "gpipe", 2, 2, 4), PL.Plan((3, 6, 9), "interleaved", 4, 2, 2),
-             PL.Plan((3,), "1f1b", 2, 2, 2)]
-    out = PL.run_pipeline([net, net, chain], plans, [xy, xy, xy], dtype=torch.float64, steps=[1, 1, 2],
-                          profile=True, comm_sizes=[1024], comm_reps=2, timeout=180)
-    for model, run in zip([net, net, chain], out["runs"]):
-        ref = PL._trace(copy.deepcopy(model)).double()
-        PL._mse(ref(xy[0]), xy[1]).backward()
-        assert set(run["grads"]) == {k for k, _ in ref.named_parameters()}
-        for k, p in ref.named_parameters():
-            np.testing.assert_allclose(run["grads"][k], p.grad.numpy(), rtol=0, atol=1e-12)
-    assert len(out["runs"][2]["times"]) == 2 and out["profile"].n == 13 and set(out["comm"]) == {1024}
 
 
 def test_bad_input():
@@ -262,6 +25,12 @@ def test_bad_input():
         PL.plan_search(prof, 4, 8, invalid="keep")
     with pytest.raises(ValueError, match="start must have"):
         PL.plan_search(prof, 4, 8, start=[3, 9])
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        PL.simulate(prof, [4, 8, 12], 4, 8, "pfeife-lb4")
+    with pytest.raises(ValueError, match="loop_batch must be between"):
+        PL.simulate(prof, [4, 8, 12], 4, 8, "pfeife-lb9-pf0")
+    with pytest.raises(ValueError, match="n_stages must be at least n_devices"):
+        PL.pfeife_schedules(2, 4, 8)
     with pytest.raises(ValueError, match="max_plans"):
         PL.plan_exhaustive(PL.synthetic_profile("transformer", 96), 8, 8)
     with pytest.raises(TypeError, match="profile must be a Profile"):
@@ -274,6 +43,12 @@ def test_bad_input():
         PL.profile_graph("net", torch.zeros(1))
     with pytest.raises(TypeError, match="plan must be a Plan"):
         PL.run_pipeline(PL.MLPChain([2, 2]), [(1,)], (torch.zeros(2, 2), torch.zeros(2, 2)))
+    with pytest.raises(ValueError, match="'gpipe' or '1f1b' for plan_dp"):
+        PL.plan_dp(prof, 4, 8, "pfeife-lb8-pf1")
+    with pytest.raises(ValueError, match="'gpipe' or '1f1b' for min_peak_memory"):
+        PL.min_peak_memory(prof, 4, 8, "pfeife-lb8-pf1")
+    with pytest.raises(ValueError, match="plan schedule must be one of"):
+        PL.run_pipeline(PL.MLPChain([2, 2, 2]), PL.Plan((1,), "pfeife-lb2-pf1", 2, 2, 2), (torch.zeros(2, 2),) * 2)
     with pytest.raises(ValueError, match="world_size"):
         PL.run_pipeline(PL.MLPChain([2, 2, 2]), PL.Plan((1,), "1f1b", 2, 2, 2), (torch.zeros(2, 2),) * 2,
                         world_size=1)

@@ -12,6 +12,7 @@ import functools
 import math
 import os
 import pickle
+import re
 import tempfile
 import time
 import traceback
@@ -26,10 +27,11 @@ from ..core import (Chapter, Claim, check_int, check_positive, check_scale, chec
 
 # %% auto #0
 __all__ = ['DEFAULT_BANDWIDTH', 'DEFAULT_LATENCY', 'RESERVE', 'SCHEDULES', 'ROUTINGS', 'SCALE_CONFIG', 'CLAIMS', 'CHAPTER',
-           'Profile', 'synthetic_profile', 'schedule_order', 'Template', 'schedule_template', 'plan_weights',
-           'plan_memory', 'evaluate_plans', 'simulate', 'schedule_times', 'Plan', 'plan_even', 'plan_random', 'plan_dp',
-           'min_peak_memory', 'plan_search', 'plan_exhaustive', 'profile_graph', 'contiguous_grad', 'split_graph',
-           'MLPChain', 'SkipMLP', 'run_pipeline', 'experiment', 'plots']
+           'Profile', 'synthetic_profile', 'pfeife_schedule', 'schedule_order', 'pfeife_schedules', 'Template',
+           'schedule_template', 'plan_weights', 'plan_memory', 'evaluate_plans', 'simulate', 'schedule_times', 'Plan',
+           'plan_even', 'plan_random', 'plan_balanced', 'plan_dp', 'min_peak_memory', 'plan_search', 'plan_pfeife',
+           'plan_exhaustive', 'profile_graph', 'contiguous_grad', 'split_graph', 'MLPChain', 'SkipMLP', 'run_pipeline',
+           'experiment', 'plots']
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #4a0b7091
 DEFAULT_BANDWIDTH = 12e9  # bytes/s of a simulated link (about PCIe 4.0 x16 in practice)
@@ -100,7 +102,8 @@ def _check_profile(profile) -> None:
 
 
 def synthetic_profile(kind: str = "transformer", n_nodes: int = 48, seed: int = 0) -> Profile:
-    """A profile with the structure of a real model, times jittered by `seed` (lognormal, 15%):
+    """A profile with the structure of a real model, times jittered by `seed` (lognormal, 15%), parameter and
+    activation bytes too (lognormal, 10%, an independent stream):
 
     - "transformer": an embedding, layers of (norm, attention, add, norm, MLP, add), a final norm and an LM head
       over a 32k vocabulary (its matmul costs about 4 MLPs: the heterogeneity a count-based split ignores);
@@ -209,20 +212,43 @@ def synthetic_profile(kind: str = "transformer", n_nodes: int = 48, seed: int = 
     jitter = np.exp(rng.normal(0, 0.15, len(names)))
     t_fwd = np.asarray(t) * jitter
     t_bwd = np.asarray(bwd) * jitter * np.exp(rng.normal(0, 0.05, len(names)))
-    par = np.asarray(par, dtype=float)
+    # memory varies with the seed as well (the authors measure it per node, like the times; a seed-independent
+    # memory profile would make every memory claim seed-independent): lognormal 10% on parameter and activation
+    # bytes, from a stream of its own so that the times above stay those of the seed
+    mrng = make_rng(seed, 8, ("transformer", "unet", "chain").index(kind), n_nodes)
+    par = np.asarray(par, dtype=float) * np.exp(mrng.normal(0, 0.1, len(names)))
+    act = np.asarray(act, dtype=float) * np.exp(mrng.normal(0, 0.1, len(names)))
     order = np.argsort(np.asarray(edges)[:, 1] * len(names) + np.asarray(edges)[:, 0], kind="stable")
-    return Profile(t_fwd, t_bwd, par, np.asarray(act, dtype=float), np.asarray(edges)[order],
+    return Profile(t_fwd, t_bwd, par, act, np.asarray(edges)[order],
                    np.asarray(eb, dtype=float)[order], t_opt=par / 4 / 100e9 * 3, input_bytes=inp, names=names,
                    kind=kind)
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #3f7a76c3
+def pfeife_schedule(loop_batch: int, prefetch_fwd: int) -> str:
+    "The name of one member of the authors' schedule family (`scheduler.py` PipeSchedParams), e.g. 'pfeife-lb4-pf1'."
+    return f"pfeife-lb{check_int('loop_batch', loop_batch, 1)}-pf{check_int('prefetch_fwd', prefetch_fwd, 0)}"
+
+
+def _parse_pfeife(schedule) -> tuple[int, int] | None:
+    "(loop_batch, prefetch_fwd) of a pfeife schedule name, None for any other name."
+    m = re.fullmatch(r"pfeife-lb(\d+)-pf(\d+)", schedule) if isinstance(schedule, str) else None
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 def _check_schedule(schedule: str, n_stages: int, n_devices: int, n_micro: int) -> tuple[str, int, int, int]:
     "Validated (schedule, n_stages, n_devices, n_micro); one-line errors naming the argument."
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}; got {schedule!r}")
+    lbpf = _parse_pfeife(schedule)
+    if schedule not in SCHEDULES and lbpf is None:
+        raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)} or a pfeife_schedule name; got {schedule!r}")
     n_devices = check_int("n_devices", n_devices, 1)
     n_stages = check_int("n_stages", n_stages, 1)
     n_micro = check_int("n_micro", n_micro, 1)
+    if lbpf is not None:
+        if n_stages < n_devices:
+            raise ValueError(f"n_stages must be at least n_devices ({n_devices}) for {schedule}, got {n_stages}")
+        if not 1 <= lbpf[0] <= n_micro:
+            raise ValueError(f"loop_batch must be between 1 and n_micro ({n_micro}), got {lbpf[0]}")
+        return schedule, n_stages, n_devices, n_micro
     if schedule in ("gpipe", "1f1b") and n_stages != n_devices:
         raise ValueError(f"n_stages must equal n_devices ({n_devices}) for {schedule}, got {n_stages}")
     if schedule == "interleaved":
@@ -240,6 +266,8 @@ def schedule_order(schedule: str, n_stages: int, n_devices: int, n_micro: int) -
     device s mod n_devices. The orders are those of torch.distributed.pipelining's ScheduleGPipe, Schedule1F1B and
     ScheduleInterleaved1F1B (checked against them in the tests)."""
     schedule, S, D, B = _check_schedule(schedule, n_stages, n_devices, n_micro)
+    if _parse_pfeife(schedule) is not None:
+        return _pfeife_order(S, D, B, *_parse_pfeife(schedule))
     out = []
     for r in range(D):
         if schedule == "gpipe":
@@ -275,6 +303,48 @@ def schedule_order(schedule: str, n_stages: int, n_devices: int, n_micro: int) -
                     emit(bwd_stage(k), nb, False)
         out.append(ops)
     return out
+
+
+def _pfeife_order(S: int, D: int, B: int, loop_batch: int, prefetch_fwd: int) -> list[list[tuple[int, int, bool]]]:
+    """The authors' schedule generator, re-implemented: micro-batches go through the pipeline in groups of
+    `loop_batch`, forwards stage by stage, backwards in reverse stage order; each device runs a warm-up of forwards
+    (enough to fill its part of the pipeline, plus `prefetch_fwd` more, capped by its distance to the last stage),
+    then one backward after each forward, then drains its backwards."""
+    fwd = [[] for _ in range(D)]
+    bwd = [[] for _ in range(D)]
+    for first in range(0, B, loop_batch):
+        group = range(first, min(first + loop_batch, B))
+        for s in range(S):
+            fwd[s % D].extend((s, m) for m in group)
+        for s in reversed(range(S)):
+            bwd[s % D].extend((s, m) for m in group)
+    out = []
+    for r in range(D):
+        last_stage = max(s for s, _ in fwd[r])
+        to_end = S - last_stage  # stages from this device's last one to the pipeline's end, itself included
+        warm = (S - to_end) // D * loop_batch + to_end + min(to_end - 1, prefetch_fwd)  # forwards before a backward
+        ops, nb = [], 0
+        for i, (s, m) in enumerate(fwd[r]):
+            ops.append((s, m, True))
+            if i + 1 >= warm:
+                ops.append((*bwd[r][nb], False))
+                nb += 1
+        ops.extend((s, m, False) for s, m in bwd[r][nb:])
+        out.append(ops)
+    return out
+
+
+def pfeife_schedules(n_stages: int, n_devices: int, n_micro: int) -> list[str]:
+    """The authors' schedule family for one stage count (`PipeSchedSet`): with more stages than devices (looped),
+    loop_batch from D to B (above D only divisors of B) times prefetch_fwd 0..D-1; otherwise loop_batch = B and
+    prefetch_fwd 0..D-1 (prefetch_fwd = 0 is 1F1B)."""
+    S, D, B = (check_int(k, v, 1) for k, v in (("n_stages", n_stages), ("n_devices", n_devices), ("n_micro", n_micro)))
+    if S < D:
+        raise ValueError(f"n_stages must be at least n_devices ({D}), got {S}")
+    if S > D:
+        return [pfeife_schedule(lb, pf) for lb in range(D, B + 1) if lb == D or B % lb == 0 for pf in range(D)]
+    return [pfeife_schedule(B, pf) for pf in range(D)]
+
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #956a5aed
 @dataclass(frozen=True)
@@ -614,6 +684,32 @@ def plan_random(profile: Profile, n_stages: int, rng: np.random.Generator) -> tu
         raise ValueError(f"n_stages must be at most the number of nodes ({profile.n}), got {S}")
     return tuple(int(x) for x in np.sort(rng.choice(np.arange(1, profile.n), S - 1, replace=False)))
 
+
+def plan_balanced(profile: Profile, n_stages: int) -> tuple:
+    """The parameter-balanced split (DeepSpeed's default `partition_method="parameters"`): contiguous stages whose
+    largest parameter count is as small as possible (exact, by dynamic programming over prefix sums; ties keep the
+    earliest cut)."""
+    _check_profile(profile)
+    S = check_int("n_stages", n_stages, 1)
+    n = profile.n
+    if S > n:
+        raise ValueError(f"n_stages must be at most the number of nodes ({n}), got {S}")
+    cp = np.concatenate([[0.0], np.cumsum(profile.param_bytes)])
+    a, b = np.arange(n + 1)[:, None], np.arange(n + 1)[None, :]
+    w = np.where(b > a, cp[b] - cp[a], np.inf)  # parameters of the stage [a, b)
+    best = w[0].copy()  # best[b]: least largest stage of nodes [0, b) in s + 1 stages
+    args = []
+    for _ in range(1, S):
+        cand = np.maximum(best[:, None], w)
+        arg = np.argmin(cand, axis=0)
+        best = cand[arg, np.arange(n + 1)]
+        args.append(arg)
+    pts, b = [], n
+    for arg in reversed(args):
+        b = int(arg[b])
+        pts.append(b)
+    return tuple(pts[::-1])
+
 # %% ../../nbs/efficient/02_pipeline.ipynb #a648bbf0
 def _stage_table(profile: Profile, B: int, D: int, schedule: str, bandwidth: float, latency: float):
     """For every node range [a, b) as stage s of a chain with S = D stages: its cycle time (forward + backward of a
@@ -653,8 +749,8 @@ def plan_dp(profile: Profile, n_devices: int, n_micro: int, schedule: str = "1f1
     if not profile.is_chain:
         raise ValueError("profile must be a chain (edges only between consecutive nodes) for plan_dp")
     schedule, S, D, B = _check_schedule(schedule, n_devices, n_devices, n_micro)
-    if schedule == "interleaved":
-        raise ValueError("schedule must be 'gpipe' or '1f1b' for plan_dp (one stage per device)")
+    if schedule not in ("gpipe", "1f1b"):
+        raise ValueError(f"schedule must be 'gpipe' or '1f1b' for plan_dp (one stage per device), got {schedule!r}")
     if S > profile.n:
         raise ValueError(f"n_devices must be at most the number of nodes ({profile.n}), got {S}")
     n = profile.n
@@ -685,6 +781,8 @@ def min_peak_memory(profile: Profile, n_devices: int, n_micro: int, schedule: st
     program on memory; for any profile, since a stage's memory depends only on its own node range and position)."""
     _check_profile(profile)
     schedule, S, D, B = _check_schedule(schedule, n_devices, n_devices, n_micro)
+    if schedule not in ("gpipe", "1f1b"):
+        raise ValueError(f"schedule must be 'gpipe' or '1f1b' for min_peak_memory, got {schedule!r}")
     n = profile.n
     _, mem_t = _stage_table(profile, B, D, schedule, 1.0, 0.0) if profile.is_chain else (None, None)
     if not profile.is_chain:  # general edges: what each range receives and sends, by brute force over (a, b)
@@ -802,7 +900,7 @@ def plan_search(profile: Profile, n_devices: int, n_micro: int, schedules=("1f1b
     best, evaluated = None, 0
     warm = {}
     for schedule in schedules:
-        counts = stage_counts or ([D] if schedule in ("gpipe", "1f1b") else [2 * D])
+        counts = stage_counts or ([2 * D] if schedule == "interleaved" else [D])
         for S in counts:
             _check_schedule(schedule, S, D, B)
             if S > profile.n:
@@ -866,6 +964,44 @@ def plan_search(profile: Profile, n_devices: int, n_micro: int, schedules=("1f1b
                 best = plan
     best.evaluated = evaluated
     return best
+
+# %% ../../nbs/efficient/02_pipeline.ipynb #b7c1e2a4
+def plan_pfeife(profile: Profile, n_devices: int, n_micro: int, capacity=None, stage_multiples=(1, 2, 3),
+                invalid: str = "drop", bandwidth: float = DEFAULT_BANDWIDTH, latency: float = DEFAULT_LATENCY,
+                routing: str = "direct", beam_width: int = 2, window: int = 10, max_iter: int = 100,
+                backend: str = "njit") -> Plan:
+    """The authors' whole planner (Algorithm 1, `planner.py` 667-790): for stage counts D, 2D, 3D (a count is
+    skipped when stages + 4 exceed the nodes), every member of their schedule family (`pfeife_schedules`), each
+    searched by `plan_search` from the best split so far at that stage count (else from the memory-balanced
+    start); a plan becomes the best only if it is memory-valid and faster; a stage count stops once a schedule
+    improves the best by less than 1%. With no valid plan (the authors raise "no valid split points") it returns the
+    fastest plan found, marked invalid. `invalid` is passed to `plan_search` ("drop" is the authors' rule)."""
+    _check_profile(profile)
+    D, B = check_int("n_devices", n_devices, 1), check_int("n_micro", n_micro, 1)
+    kw = dict(capacity=capacity, bandwidth=bandwidth, latency=latency, routing=routing, beam_width=beam_width,
+              window=window, max_iter=max_iter, invalid=invalid, backend=backend)
+    best, fastest, evaluated, tried = None, None, 0, 0
+    for k in stage_multiples:
+        S = check_int("stage_multiples", k, 1) * D
+        if S + 4 > profile.n:
+            break
+        last_point = None
+        for schedule in pfeife_schedules(S, D, B):
+            plan = plan_search(profile, D, B, schedules=(schedule,), stage_counts=[S], start=last_point, **kw)
+            evaluated += plan.evaluated
+            tried += 1
+            if fastest is None or plan.time < fastest.time:
+                fastest = plan
+            last_time = best.time if best is not None else 0.0
+            if plan.valid and (best is None or plan.time < best.time):
+                best, last_point = plan, plan.splits
+            if best is not None and plan.time < last_time and (last_time - plan.time) / last_time < 0.01:
+                break  # the authors' stop: this schedule improved the best by less than 1%
+    if fastest is None:
+        raise ValueError(f"the profile has too few nodes ({profile.n}) for {D} stages (stages + 4 <= nodes)")
+    out = best if best is not None else fastest
+    out.evaluated = evaluated
+    return out
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #5c58391f
 def plan_exhaustive(profile: Profile, n_devices: int, n_micro: int, schedule: str = "1f1b", capacity=None,
@@ -1260,6 +1396,9 @@ def run_pipeline(model, plan, batch, world_size: int = 2, dtype=torch.float64, s
             raise ValueError(f"plan has {p.n_devices} devices but world_size is {world_size}")
         _check_splits(p.splits, len(_compute_nodes(traced[k])))
         _check_schedule(p.schedule, p.n_stages, p.n_devices, p.n_micro)
+        if p.schedule not in SCHEDULES:  # torch's runtime has GPipe, 1F1B and interleaved 1F1B, not the authors' family
+            raise ValueError(f"plan schedule must be one of {', '.join(SCHEDULES)} to run on torch.distributed."
+                             f"pipelining, got {p.schedule!r}")
         if uniq[k][1][0].shape[0] % p.n_micro:
             raise ValueError(f"the batch ({uniq[k][1][0].shape[0]} rows) must split into n_micro = {p.n_micro} "
                              "equal parts")
@@ -1350,43 +1489,56 @@ def _fit_link(comm: dict) -> tuple[float, float]:
 
 
 def _planning(profile: Profile, cfg: dict, rng) -> dict:
-    "Even, random, searched, exhaustive (and DP for chains) plans of one profile, one stage per device, 1F1B."
+    """Even, parameter-balanced, the authors' starting split, random, searched, exhaustive (and DP for chains) plans
+    of one profile, one stage per device, 1F1B; and the authors' whole planner (stage counts D..3D, their schedules)."""
     D, B = cfg["n_devices"], cfg["n_micro"]
     even = simulate(profile, plan_even(profile, D), D, B)[0]
+    balanced = simulate(profile, plan_balanced(profile, D), D, B)[0]
+    tpl = schedule_template("1f1b", D, D, B, "adjacent" if profile.is_chain else "all")
+    init = simulate(profile, _initial_split(profile, D, tpl, None, {}), D, B)[0]
     search = plan_search(profile, D, B)
+    pf = plan_pfeife(profile, D, B)
     exh = plan_exhaustive(profile, D, B)
     rand = [simulate(profile, plan_random(profile, D, rng), D, B)[0] for _ in range(cfg["n_random"])]
     out = dict(even=even, search=search.time, search_splits=search.splits, search_evaluated=search.evaluated,
                exhaustive=exh.time, exhaustive_splits=exh.splits, exhaustive_evaluated=exh.evaluated,
                random_median=float(np.median(rand)), search_over_even=search.time / even,
-               random_over_even=float(np.median(rand)) / even, search_over_exhaustive=search.time / exh.time)
+               random_over_even=float(np.median(rand)) / even, search_over_exhaustive=search.time / exh.time,
+               balanced=balanced, balanced_over_even=balanced / even, init=init, init_over_even=init / even,
+               pfeife=pf.time, pfeife_schedule=pf.schedule, pfeife_stages=pf.n_stages, pfeife_splits=pf.splits,
+               pfeife_evaluated=pf.evaluated, pfeife_over_even=pf.time / even, pfeife_over_search=pf.time / search.time,
+               pfeife_peak=max(pf.peak_mem))
     if profile.is_chain:
         dp = plan_dp(profile, D, B)
         out.update(dp=dp.time, dp_splits=dp.splits, search_over_dp=search.time / dp.time, even_over_dp=even / dp.time,
-                   random_over_dp=float(np.median(rand)) / dp.time)
+                   random_over_dp=float(np.median(rand)) / dp.time, init_over_dp=init / dp.time)
     return out
 
 
-def _memory(profile: Profile, cfg: dict) -> dict:
+def _memory(profile: Profile, cfg: dict, free_peak: float) -> dict:
     """The memory experiment: a per-device capacity whose usable part (RESERVE x capacity) is `mem_slack` x the
-    least peak any split can reach; the searched plan with and without that limit (and with the authors' rule of
-    dropping invalid neighbours), the exhaustive optimum under it, the even split, one device."""
+    least peak any 1F1B split can reach; the authors' whole planner under that limit with their rule (invalid
+    neighbours dropped) and with this chapter's repair rule; `free_peak`: the planner's peak without the limit;
+    the 1F1B search and the exhaustive 1F1B optimum under the limit, the even split, one device."""
     D, B = cfg["n_devices"], cfg["n_micro"]
     floor = min_peak_memory(profile, D, B)
     limit = cfg["mem_slack"] * floor
     cap = limit / RESERVE
     even = simulate(profile, plan_even(profile, D), D, B)
-    free = plan_search(profile, D, B)
+    drop = plan_pfeife(profile, D, B, capacity=cap, invalid="drop")
+    repair = plan_pfeife(profile, D, B, capacity=cap, invalid="repair")
     fit = plan_search(profile, D, B, capacity=cap)
-    drop = plan_search(profile, D, B, capacity=cap, invalid="drop")
     exh = plan_exhaustive(profile, D, B, capacity=cap)
     one = 4 * profile.param_bytes.sum() + B * profile.act_bytes.sum() + B * profile.input_bytes
     return dict(floor=floor, limit=limit, one_device_over_limit=one / limit, even_peak_over_limit=even[1].max() / limit,
-                free_peak_over_limit=max(free.peak_mem) / limit, search_peak_over_limit=max(fit.peak_mem) / limit,
-                search_valid=fit.valid, search_time_over_free=fit.time / free.time,
-                search_over_exhaustive=fit.time / exh.time if exh.valid else float("inf"),
-                search_peaks=fit.peak_mem, even_peaks=tuple(even[1]), search_splits=fit.splits, search_time=fit.time,
-                authors_rule_valid=drop.valid, authors_rule_peak_over_limit=max(drop.peak_mem) / limit)
+                free_peak_over_limit=free_peak / limit,
+                authors_rule_valid=drop.valid, authors_rule_peak_over_limit=max(drop.peak_mem) / limit,
+                authors_rule_peaks=drop.peak_mem, authors_rule_schedule=drop.schedule, authors_rule_time=drop.time,
+                repair_valid=repair.valid, repair_peak_over_limit=max(repair.peak_mem) / limit,
+                repair_schedule=repair.schedule, repair_time=repair.time,
+                search_1f1b_valid=fit.valid, search_1f1b_peak_over_limit=max(fit.peak_mem) / limit,
+                search_1f1b_over_exhaustive=fit.time / exh.time if exh.valid else float("inf"),
+                even_peaks=tuple(even[1]), search_splits=fit.splits, search_time=fit.time)
 
 
 def _closed_form_error() -> float:
@@ -1414,8 +1566,8 @@ def _kernel_agreement(profile: Profile, cfg: dict, rng) -> float:
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #ef52346f
 def experiment(scale: str = "fast", seed: int = 0) -> dict:
-    """Plan synthetic transformer, U-Net and chain profiles on 4 simulated devices (even, random, searched,
-    exhaustive, DP), and under a memory limit; check the simulator's closed form and kernels; then, on 2 processes,
+    """Plan synthetic transformer, U-Net and chain profiles on 4 simulated devices (even, parameter-balanced,
+    random, 1F1B-searched, exhaustive, DP, the authors' whole planner), and under a memory limit; check the simulator's closed form and kernels; then, on 2 processes,
     time 5 plans of a demo chain against the simulator's predictions and check a U-Net-shaped MLP's float64
     gradients against one process."""
     cfg = SCALE_CONFIG[check_scale(scale)]
@@ -1427,25 +1579,22 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     for k in progress(list(profiles), desc="planning"):
         plans[k] = _planning(profiles[k], cfg, make_rng(seed, 11, len(plans)))
     res["planning"] = plans
-    res["search_over_even_unet"] = plans["unet"]["search_over_even"]
-    res["random_over_even_unet"] = plans["unet"]["random_over_even"]
-    res["search_over_even_transformer"] = plans["transformer"]["search_over_even"]
-    res["random_over_even_transformer"] = plans["transformer"]["random_over_even"]
+    for k in plans:
+        for key in ("search_over_even", "random_over_even", "balanced_over_even", "pfeife_over_even"):
+            res[f"{key}_{k}"] = plans[k][key]
     res["search_over_dp_chains"] = max(plans[k]["search_over_dp"] for k in ("transformer", "chain"))
     res["even_over_dp_chains"] = max(plans[k]["even_over_dp"] for k in ("transformer", "chain"))
+    res["init_over_dp_chains"] = max(plans[k]["init_over_dp"] for k in ("transformer", "chain"))
     res["search_over_exhaustive_max"] = max(p["search_over_exhaustive"] for p in plans.values())
-    mem = {k: _memory(profiles[k], cfg) for k in ("transformer", "unet")}
+    mem = {k: _memory(profiles[k], cfg, plans[k]["pfeife_peak"]) for k in ("transformer", "unet")}
     res["memory"] = mem
-    res["search_peak_over_limit"] = max(m["search_peak_over_limit"] for m in mem.values())
-    res["even_peak_over_limit"] = max(m["even_peak_over_limit"] for m in mem.values())
+    for key in ("authors_rule_peak_over_limit", "repair_peak_over_limit", "free_peak_over_limit",
+                "even_peak_over_limit", "search_1f1b_peak_over_limit"):
+        res[key] = max(m[key] for m in mem.values())
     res["one_device_over_limit"] = min(m["one_device_over_limit"] for m in mem.values())
     res["closed_form_error"] = _closed_form_error()
     res["kernel_gap"] = max(_kernel_agreement(profiles[k], cfg, make_rng(seed, 12, i)) for i, k in
                             enumerate(("unet", "transformer")))
-    coopt = plan_search(profiles["transformer"], cfg["n_devices"], cfg["n_micro"],
-                        schedules=("gpipe", "1f1b", "interleaved"), capacity=mem["transformer"]["limit"] / RESERVE)
-    res["coopt"] = dict(schedule=coopt.schedule, n_stages=coopt.n_stages, time=coopt.time, valid=coopt.valid,
-                        splits=coopt.splits, over_1f1b=coopt.time / mem["transformer"]["search_time"])
     res["timings"]["planning_s"] = time.perf_counter() - t0
     # 2 processes, one session: float32 step times of the demo chain, float64 gradients of the U-Net-shaped MLP
     t0 = time.perf_counter()
@@ -1518,8 +1667,8 @@ def plots(result: dict) -> dict:
         xs = np.arange(D) + (j - 0.5) * 2.2 * w
         ax.bar(xs - w / 2, np.array(m["even_peaks"]) / m["limit"], w, color="C3", alpha=0.5 + 0.4 * j,
                label=f"{k}: even split")
-        ax.bar(xs + w / 2, np.array(m["search_peaks"]) / m["limit"], w, color="C2", alpha=0.5 + 0.4 * j,
-               label=f"{k}: searched under the limit")
+        ax.bar(xs + w / 2, np.array(m["authors_rule_peaks"]) / m["limit"], w, color="C2", alpha=0.5 + 0.4 * j,
+               label=f"{k}: the authors' planner under the limit ({'valid' if m['authors_rule_valid'] else 'none valid'})")
     ax.axhline(1.0, color="black", lw=1)
     ax.set(xticks=range(D), xticklabels=[f"device {d}" for d in range(D)], ylabel="peak / limit",
            title="Peak memory per device (limit = 0.85 x capacity)")
@@ -1540,43 +1689,75 @@ def plots(result: dict) -> dict:
     return {"pipeline": fig}
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #9a936aeb
-_PREREG = ("fixed 2026-12-05 with the chapter's design, on seeds 0-3 (fast scale), before seeds 4-15 were run; "
-           "seeds 0-3: {}")
-_CONTROL_EVEN = ("control: the median of 16 uniformly random splits of the same profile, same simulator (the count-based "
-                 "even split itself is 1.0 by definition)")
+_THRESH_ISSUE = "threshold 0.85 from the issue (the paper's up-to-22% over other tools is 0.82x; not its number for this comparison)"
+_TOOLS = ("the paper compares Pfeife with existing pipelining tools (abstract: 'outperforms state-of-the-art tools by up "
+          "to 22%'); the control is what such a tool does by default: DeepSpeed's parameter-balanced split "
+          "(partition_method='parameters', `plan_balanced`), 1F1B, the same profile and simulator; the count-based even "
+          "split is the other default (torch.distributed.pipelining's split by layers), 1.0 by definition")
+_STRAWMAN = ("; before issue 46 the control was the median of 16 uniformly random splits, a strawman (random splits are "
+             "built to be bad), replaced before registration")
 CLAIMS = [
     Claim("search_beats_even_unet", "On the U-Net profile (skip connections across stages; 4 simulated devices, 8 "
-          "micro-batches, 1F1B) the searched plan's step time is at most 0.85x the count-based even split's",
-          "search_over_even_unet", "<=", 0.85, kind="paper", control="random_over_even_unet", source="preregistered",
-          basis="threshold from the issue (the paper's up-to-22% over other tools is 0.82x; not its number for this "
-                "comparison); " + _PREREG.format("0.7795, 0.6847, 0.7803, 0.7495 (control 1.288, 1.052, 1.008, 1.180)") + "; " + _CONTROL_EVEN),
+          "micro-batches) the 1F1B-only search (one stage per device: a restricted Pfeife) gives a step time at most "
+          "0.85x the count-based even split's", "search_over_even_unet", "<=", 0.85, kind="paper",
+          control="balanced_over_even_unet", source="issue 46", tests="proxy", basis=_THRESH_ISSUE,
+          control_basis=_TOOLS + _STRAWMAN),
     Claim("search_beats_even_transformer", "On the transformer profile (a chain whose LM head costs about 4 MLP blocks; "
-          "same setting) the searched plan's step time is at most 0.85x the even split's",
-          "search_over_even_transformer", "<=", 0.85, kind="paper", control="random_over_even_transformer",
-          source="preregistered",
-          basis="threshold from the issue; " + _PREREG.format("0.8392, 0.8215, 0.8380, 0.8419 (control 1.176, 1.109, 1.142, 1.141)") + "; " + _CONTROL_EVEN),
-    Claim("search_near_dp_on_chains", "On chains (the transformer and a structureless chain), the searched plan's "
+          "same setting) the 1F1B-only search's step time is at most 0.85x the even split's",
+          "search_over_even_transformer", "<=", 0.85, kind="paper", control="balanced_over_even_transformer",
+          source="issue 46", tests="proxy", basis=_THRESH_ISSUE, control_basis=_TOOLS + _STRAWMAN),
+    Claim("search_near_dp_on_chains", "On chains (the transformer and a structureless chain), the 1F1B search's "
           "simulated step time is within 2% of the exact bottleneck dynamic programme's plan (worst of the two)",
-          "search_over_dp_chains", "<=", 1.02, kind="paper", control="even_over_dp_chains", source="preregistered",
-          basis="threshold from the issue; " + _PREREG.format("1.0000, 1.0058, 0.9973, 1.0000 (control 1.192, 1.224, 1.190, 1.188)") + "; control: the even split's step time "
-                "over the DP plan's, worst of the same two chains"),
-    Claim("memory_limits_respected", "A model that needs 3-6x one device's limit gets a valid plan: the searched plan "
-          "keeps every device's simulated peak below the limit (largest peak / limit, worst of the transformer and "
-          "the U-Net; limit = 0.85 x capacity = 1.1 x the least peak any split reaches)",
-          "search_peak_over_limit", "<", 1.0, kind="paper", control="even_peak_over_limit", source="derived",
-          basis="validity is peak < 0.85 x capacity, the authors' test (planner.py RESERVE_MEM_RATIO); control: the "
-                "even split's largest peak / limit on the same models"),
+          "search_over_dp_chains", "<=", 1.02, kind="paper", control="init_over_dp_chains", source="issue 46",
+          tests="proxy", basis="threshold 1.02 from the issue (the brief's 'within 2% of the DP optimum')",
+          control_basis="the search removed: the authors' own starting split (memory-balanced buckets, "
+                        "planner.py 1189-1269) over the DP plan, worst of the same two chains (before issue 46 the "
+                        "control was the even split, which no planner starts from)"),
+    Claim("memory_limits_respected", "A model that needs 3-6x one device's limit gets a valid plan from the authors' "
+          "planner with their rule (memory-invalid candidates dropped; stage counts D, 2D, 3D and their schedule "
+          "family): every device's simulated peak is below the limit (largest peak / limit, worst of the transformer "
+          "and the U-Net; limit = 0.85 x capacity = 1.1 x the least peak any 1F1B split reaches)",
+          "authors_rule_peak_over_limit", "<", 1.0, kind="paper", control="free_peak_over_limit", source="derived",
+          tests="paper",
+          basis="validity is peak < 0.85 x capacity, the authors' test (planner.py RESERVE_MEM_RATIO), so the threshold "
+                "is 1; with no valid plan the planner's fastest (invalid) plan is scored (the authors raise 'no valid "
+                "split points'); the memory profile varies with the seed since issue 46",
+          control_basis="the ingredient removed: the same planner without the memory limit, its largest peak / the "
+                        "same limit (before issue 46: the even split)"),
+    Claim("memory_limits_respected_repair", "The same, with this chapter's repair rule instead of the authors' "
+          "(memory-invalid candidates kept in the beam, ranked after every valid one by how far they exceed the "
+          "limit)", "repair_peak_over_limit", "<", 1.0, kind="paper", control="free_peak_over_limit",
+          source="derived", tests="proxy",
+          basis="as memory_limits_respected; added by issue 46 beside it (the repair rule is this chapter's, not the "
+                "authors')",
+          control_basis="the same planner without the memory limit"),
+    Claim("pfeife_beats_even_unet", "On the U-Net profile (4 simulated devices, 8 micro-batches) the authors' whole "
+          "planner (stage counts 4, 8, 12; their schedules: loop_batch, prefetch_fwd) gives a step time at most 0.85x "
+          "the even split's (1F1B)", "pfeife_over_even_unet", "<=", 0.85, kind="paper",
+          control="balanced_over_even_unet", source="issue 46", tests="proxy", basis=_THRESH_ISSUE,
+          control_basis=_TOOLS),
+    Claim("pfeife_beats_even_transformer", "On the transformer profile, the authors' whole planner's step time is at "
+          "most 0.85x the even split's", "pfeife_over_even_transformer", "<=", 0.85, kind="paper",
+          control="balanced_over_even_transformer", source="issue 46", tests="proxy", basis=_THRESH_ISSUE,
+          control_basis=_TOOLS),
+    Claim("pfeife_beats_even_chain", "On the structureless chain profile, the authors' whole planner's step time is at "
+          "most 0.85x the even split's", "pfeife_over_even_chain", "<=", 0.85, kind="paper",
+          control="balanced_over_even_chain", source="issue 46", tests="proxy", basis=_THRESH_ISSUE,
+          control_basis=_TOOLS),
     Claim("sim_predicts_step_time", "On 2 CPU processes, the simulator (fitted gloo link, profiled nodes) predicts the "
           "median measured step time of each of 5 plans within +-30% (largest |predicted / measured - 1|)",
           "timings.sim_max_rel_error", "<=", 0.30, kind="paper", control="timings.nocomm_max_rel_error",
-          source="preregistered",
-          basis="threshold from the issue; " + _PREREG.format("0.295, 0.385, 0.288, 0.325 (control 0.655, 0.647, 0.572, 0.661), machine nearly idle (load average below 1)") + "; control: the same simulator "
-                "without communication"),
+          source="issue 46", tests="paper",
+          basis="threshold from the issue (the brief's +-30%); seeds 0-3 before issue 46: 0.295, 0.385, 0.288, 0.325 "
+                "(machine nearly idle)",
+          control_basis="the ingredient removed: the same simulator without communication (the paper's cost model "
+                        "counts transfers; a compute-only model is the simple alternative)"),
     Claim("sim_ranks_plans", "The simulator ranks the 5 timed plans in the measured order (Spearman correlation of "
           "predicted and measured step times)", "timings.sim_spearman", ">=", 0.8, kind="paper",
-          control="timings.nocomm_spearman", source="preregistered",
-          basis="threshold from the issue; " + _PREREG.format("1.0, 1.0, 1.0, 1.0 (control 0.4, 0.0, 0.0, 0.0)") + "; control: the same simulator "
-                "without communication"),
+          control="timings.nocomm_spearman", source="issue 46", tests="paper",
+          basis="threshold from the issue; seeds 0-3 before issue 46: 1.0, 1.0, 1.0, 1.0",
+          control_basis="the same simulator without communication; the 5 plans include an interleaved one with many "
+                        "transfers, which a compute-only model must misplace: this control is weak by design"),
     Claim("closed_form", "The simulator gives (M + p - 1)(t_f + t_b) for p uniform stages without transfers, GPipe and "
           "1F1B (largest relative gap over six cases)", "closed_form_error", "<=", 1e-9, kind="check",
           basis="derived above"),
