@@ -109,6 +109,28 @@ def test_measures():
     assert tr["transient"] and tr["margin"] == pytest.approx(1.0)
     assert not C.transience(np.r_[0.0, -0.1], np.r_[0.0, 1.0])["transient"]  # never positive: margin inf
     assert C._speedup(100.0, 10.0) == 10.0 and C._speedup(math.inf, 5.0) == math.inf and C._speedup(5.0, math.inf) == 0.0
+    assert C._times_sooner(400.0, 100.0, 1000) == 4.0 and C._times_sooner(100.0, 400.0, 1000) == 0.25
+    assert C._times_sooner(100.0, math.inf, 1000) == 0.0  # never emerges inside the model: no speed-up
+    assert C._times_sooner(math.inf, 100.0, 1000) == 10.0  # never alone: the run's length, a finite lower bound
+
+
+def test_unshared_model_follows_autograd_and_cuts_cooperation():
+    "shared=False: mechanism 2 on its own b2, c2 equals autograd descent on that loss; b, c then get only L1's gradient."
+    dims = (4, 3, 5, 8)
+    t, p = C.init_rank1(dims, seed=7)
+    out = C.train_coopetition_batch([dict(mu1=0.2, mu2=0.1, alpha=0.5, shared=False)], steps=50, lr=0.6, targets=t,
+                                    init=p, thresh=0.0)
+    ref, P = C._unshared_autograd(p, t, 0.2, 0.1, 0.5, 0.6, 50)
+    np.testing.assert_allclose(out["total"][0], ref, rtol=1e-10)
+    for k in ("a", "b", "c", "d", "b2", "c2"):
+        np.testing.assert_allclose(out["params"][k][0], P[k], rtol=1e-8, atol=1e-12)
+    # with a at 0 mechanism 1 has no gradient on b, c: in one step only a shared run moves them (through L2)
+    z = dict(p, a=np.zeros(dims[0]))
+    both = C.train_coopetition_batch([dict(mu1=0.1, alpha=0.0, shared=False), dict(mu1=0.1, alpha=0.0)], steps=1,
+                                     targets=t, init=z, thresh=0.0)
+    np.testing.assert_array_equal(both["params"]["b"][0], p["b"])
+    assert not np.allclose(both["params"]["b"][1], p["b"])
+    assert not np.allclose(both["params"]["b2"][0], p["b"])  # mechanism 2's own copy learns
 
 
 def test_bursty_sequences_and_task():
@@ -121,6 +143,11 @@ def test_bursty_sequences_and_task():
     np.testing.assert_array_equal(task.labels[d.argmin(1)], yq)
     _, yc2, yq2 = C.make_bursty_sequences(task, 4000, p_bursty=0.5, n_ctx=1, rng=1)
     assert 0.5 < np.mean(yc2[:, 0] == yq2) < 0.65  # half bursty + 1/6 by chance of the rest
+    x, yc, yq = C.make_ciwl_only_sequences(task, 500, rng=3)
+    assert x.shape == (500, 3, 5) and ((yc == yq[:, None]).sum(1) == 1).all()  # the query's label once in context
+    d = ((x[:, :, None, :] - task.means[None, None] / math.sqrt(1.01)) ** 2).sum(-1).argmin(-1)
+    assert (d[:, :2] != d[:, 2:]).all()  # never the query's class in the context
+    assert (task.labels[d[:, -1]] == yq).all()
 
 
 def test_evaluators_construct_what_they_claim():
@@ -145,6 +172,10 @@ def test_transformer_shapes_and_training_loop():
         m(torch.from_numpy(x[:, :2]), torch.from_numpy(yc))
     r = C.train_icl_transformer(task, steps=60, lr=3e-3, d_model=16, n_layers=1, n_heads=2, eval_every=30, n_eval=40, seed=0)
     assert list(r["step"]) == [0, 30, 60] and len(r["icl"]) == 3 and np.isfinite(r["loss"]).all()
+    # CIWL-only data: copying one of the two context labels is learnable, so the loss falls towards ln 2
+    r = C.train_icl_transformer(task, steps=150, lr=5e-3, d_model=16, n_layers=1, n_heads=2, eval_every=150, n_eval=40,
+                                seed=0, ciwl_only=True)
+    assert r["loss"][-20:].mean() < 0.5 * r["loss"][:5].mean()
     assert 0 <= min(r["icl"].min(), r["ciwl"].min(), r["iwl"].min()) <= max(r["icl"].max(), r["ciwl"].max()) <= 1
 
 
@@ -156,6 +187,7 @@ def test_transformer_shapes_and_training_loop():
     (lambda: C.train_coopetition(0.1, 0, 0.1, freeze=[("b", -1)]), "freeze"),
     (lambda: C.train_coopetition(0.1, 0, 0.1, dims=(2, 2)), "dims"),
     (lambda: C.train_coopetition_batch([], steps=5), "runs"),
+    (lambda: C.train_coopetition_batch([dict(mu1=0.1, shared=1)], steps=5), "shared"),
     (lambda: C.coopetition_loss({"a": np.ones(2)}, {"a": np.ones(2)}), "params"),
     (lambda: C.init_rank1((2, 2, 2, 0)), "dims"),
     (lambda: C.init_rank1((2, 2, 2, 2), seed=-1), "seed"),

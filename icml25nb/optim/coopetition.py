@@ -21,8 +21,9 @@ from ..tinylm import Block, constant_lr
 # %% auto #0
 __all__ = ['NAMES', 'AUTHORS_DIMS', 'SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'outer_product', 'init_rank1', 'coopetition_loss',
            'coopetition_grad', 'train_coopetition_batch', 'train_coopetition', 'emergence_step', 'transience',
-           'ExemplarTask', 'make_exemplar_task', 'make_bursty_sequences', 'ExemplarTransformer', 'icl_score',
-           'ciwl_score', 'iwl_score', 'train_icl_transformer', 'experiment', 'plots']
+           'ExemplarTask', 'make_exemplar_task', 'make_bursty_sequences', 'make_ciwl_only_sequences',
+           'ExemplarTransformer', 'icl_score', 'ciwl_score', 'iwl_score', 'train_icl_transformer', 'experiment',
+           'plots']
 
 # %% ../../nbs/optim/05_coopetition.ipynb #1d3f68c8
 NAMES = ("a", "b", "c", "d")
@@ -155,29 +156,34 @@ def _gd_numpy(P, t, M, mu1, mu2, alpha, ciwl, lr, steps, thresh):
     return rec, stop
 
 @njit(cache=True, nogil=True)
-def _gd_njit(P, T, M, dims, mu1, mu2, alpha, ciwl, lr, steps, thresh):
-    """The same loop compiled: P (G, 4, n) zero-padded vectors a, b, c, d (updated in place), T (4, n) targets,
-    M (G, 4, n) clamp masks. Returns the losses (4, G, steps): L1, L2, cost, total; and the stop steps."""
+def _gd_njit(P, T, M, dims, mu1, mu2, alpha, ciwl, shared, lr, steps, thresh):
+    """The same loop compiled: P (G, 6, n) zero-padded vectors a, b, c, d and mechanism 2's own copies of b, c
+    (slots 4, 5, used by rows where `shared` is False), updated in place; T (6, n) targets; M (G, 6, n) clamp masks.
+    Returns the losses (4, G, steps): L1, L2, cost, total; and the stop steps."""
     G = P.shape[0]
     na, nb, nc, nd = dims[0], dims[1], dims[2], dims[3]
+    D6 = np.array([na, nb, nc, nd, nb, nc])
     N1, N2, NC = na * nb * nc, nd * nb * nc, na * nd
-    TT = np.zeros(4)
-    for k in range(4):
-        for i in range(dims[k]):
+    TT = np.zeros(6)
+    for k in range(6):
+        for i in range(D6[k]):
             TT[k] += T[k, i] * T[k, i]
     rec = np.empty((4, G, steps))
     stop = np.full(G, steps)
-    ov, q, A, B = np.zeros(4), np.zeros(4), np.zeros(4), np.zeros(4)
+    ov, q, A, B = np.zeros(6), np.zeros(6), np.zeros(6), np.zeros(6)
     for g in range(G):
         active = True
+        sh = shared[g]
+        K = 4 if sh else 6
+        i1, i2 = (1, 2) if sh else (4, 5)  # the b, c that mechanism 2 reads
         for s in range(steps):
-            for k in range(4):
+            for k in range(K):
                 ov[k], q[k] = 0.0, 0.0
-                for i in range(dims[k]):
+                for i in range(D6[k]):
                     ov[k] += P[g, k, i] * T[k, i]
                     q[k] += P[g, k, i] * P[g, k, i]
             L1 = (TT[0] * TT[1] * TT[2] - 2 * ov[0] * ov[1] * ov[2] + q[0] * q[1] * q[2]) / (2 * N1)
-            L2 = (TT[3] * TT[1] * TT[2] - 2 * ov[3] * ov[1] * ov[2] + q[3] * q[1] * q[2]) / (2 * N2)
+            L2 = (TT[3] * TT[i1] * TT[i2] - 2 * ov[3] * ov[i1] * ov[i2] + q[3] * q[i1] * q[i2]) / (2 * N2)
             C = q[0] * q[3] / (2 * NC)
             w = ciwl[g]
             total = w * ((L1 + mu1[g]) * (L2 + mu2[g]) + alpha[g] * C) + (1 - w) * L1
@@ -191,14 +197,20 @@ def _gd_njit(P, T, M, dims, mu1, mu2, alpha, ciwl, lr, steps, thresh):
             f1, f2 = w * (L2 + mu2[g]) + (1 - w), w * (L1 + mu1[g])
             A[0] = f1 * q[1] * q[2] / N1 + w * alpha[g] * q[3] / NC
             B[0] = f1 * ov[1] * ov[2] / N1
-            A[1] = f1 * q[0] * q[2] / N1 + f2 * q[3] * q[2] / N2
-            B[1] = f1 * ov[0] * ov[2] / N1 + f2 * ov[3] * ov[2] / N2
-            A[2] = f1 * q[0] * q[1] / N1 + f2 * q[3] * q[1] / N2
-            B[2] = f1 * ov[0] * ov[1] / N1 + f2 * ov[3] * ov[1] / N2
-            A[3] = f2 * q[1] * q[2] / N2 + w * alpha[g] * q[0] / NC
-            B[3] = f2 * ov[1] * ov[2] / N2
-            for k in range(4):
-                for i in range(dims[k]):
+            A[1], B[1] = f1 * q[0] * q[2] / N1, f1 * ov[0] * ov[2] / N1
+            A[2], B[2] = f1 * q[0] * q[1] / N1, f1 * ov[0] * ov[1] / N1
+            if sh:  # the shared b, c also get mechanism 2's gradient
+                A[1] += f2 * q[3] * q[2] / N2
+                B[1] += f2 * ov[3] * ov[2] / N2
+                A[2] += f2 * q[3] * q[1] / N2
+                B[2] += f2 * ov[3] * ov[1] / N2
+            else:  # mechanism 2's own b, c get it
+                A[4], B[4] = f2 * q[3] * q[5] / N2, f2 * ov[3] * ov[5] / N2
+                A[5], B[5] = f2 * q[3] * q[4] / N2, f2 * ov[3] * ov[4] / N2
+            A[3] = f2 * q[i1] * q[i2] / N2 + w * alpha[g] * q[0] / NC
+            B[3] = f2 * ov[i1] * ov[i2] / N2
+            for k in range(K):
+                for i in range(D6[k]):
                     if M[g, k, i]:
                         P[g, k, i] = T[k, i]
                     else:
@@ -208,15 +220,20 @@ def _gd_njit(P, T, M, dims, mu1, mu2, alpha, ciwl, lr, steps, thresh):
 def train_coopetition_batch(runs: list[dict], steps: int = 16000, lr: float = 1.0, dims=AUTHORS_DIMS, seed: int = 0,
                             thresh: float = 1e-6, targets: dict | None = None, init: dict | None = None) -> dict:
     """Gradient descent on several runs at once, all from the same targets and initial vectors (`init_rank1(dims, seed)`
-    unless given). Each run is a dict with keys mu1, mu2, alpha and optionally freeze, ciwl. Returns per-step (G, steps)
-    arrays L1, L2, cost, total, s1, s2, the strengths' null losses, the stop steps and the final vectors."""
+    unless given). Each run is a dict with keys mu1, mu2, alpha and optionally freeze, ciwl, shared. Returns per-step (G, steps)
+    arrays L1, L2, cost, total, s1, s2, the strengths' null losses, the stop steps and the final vectors (b2, c2:
+    mechanism 2's b, c, the same as b, c in a shared run)."""
     steps = check_int("steps", steps, 1)
     if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
         raise ValueError(f"lr must be a positive finite number, got {lr!r}")
     if not (isinstance(thresh, (int, float)) and thresh >= 0):
         raise ValueError(f"thresh must be a non-negative number, got {thresh!r}")
     if not isinstance(runs, (list, tuple)) or not runs or not all(isinstance(r, dict) for r in runs):
-        raise ValueError("runs must be a non-empty list of dicts with keys mu1, mu2, alpha (and optionally freeze, ciwl)")
+        raise ValueError("runs must be a non-empty list of dicts with keys mu1, mu2, alpha (and optionally freeze, ciwl, "
+                         "shared)")
+    for r in runs:
+        if not isinstance(r.get("shared", True), (bool, np.bool_)):
+            raise ValueError(f"shared must be True or False, got {r.get('shared')!r}")
     if targets is None or init is None:
         t0, p0 = init_rank1(dims, seed)
         targets, init = targets or t0, init or p0
@@ -227,33 +244,60 @@ def train_coopetition_batch(runs: list[dict], steps: int = 16000, lr: float = 1.
     coef = np.array([_check_coefs(r.get("mu1", 0.0), r.get("mu2", 0.0), r.get("alpha", 0.0)) for r in runs])
     mu1, mu2, alpha = coef.T
     ciwl = np.array([1.0 if r.get("ciwl", True) else 0.0 for r in runs])
+    shared = np.array([bool(r.get("shared", True)) for r in runs])
     masks = [_clamp_masks(r.get("freeze", ()), dims) for r in runs]
     M = {k: np.stack([m[k] for m in masks]) for k in NAMES}
     P = {k: np.repeat(np.asarray(init[k], float)[None], G, axis=0) for k in NAMES}
     for k in NAMES:
         P[k] = np.where(M[k], t[k][None], P[k])  # the authors clamp once before the first step
     n = max(dims)
-    Pp, Tp, Mp = np.zeros((G, 4, n)), np.zeros((4, n)), np.zeros((G, 4, n), dtype=np.bool_)
-    for j, k in enumerate(NAMES):
-        Pp[:, j, :dims[j]], Tp[j, :dims[j]], Mp[:, j, :dims[j]] = P[k], t[k], M[k]
-    rec, stop = _gd_njit(Pp, Tp, Mp, np.array(dims, dtype=np.int64), mu1, mu2, alpha, ciwl, float(lr), steps,
+    slots = NAMES + ("b", "c")  # slots 4, 5: mechanism 2's own b, c (same start, targets and clamps as b, c)
+    Pp, Tp, Mp = np.zeros((G, 6, n)), np.zeros((6, n)), np.zeros((G, 6, n), dtype=np.bool_)
+    for j, k in enumerate(slots):
+        m = t[k].shape[0]
+        Pp[:, j, :m], Tp[j, :m], Mp[:, j, :m] = P[k], t[k], M[k]
+    rec, stop = _gd_njit(Pp, Tp, Mp, np.array(dims, dtype=np.int64), mu1, mu2, alpha, ciwl, shared, float(lr), steps,
                          float(thresh))
     rec = dict(zip(("L1", "L2", "cost", "total"), rec))
     P = {k: Pp[:, j, :dims[j]].copy() for j, k in enumerate(NAMES)}
+    for j, k in ((4, "b"), (5, "c")):
+        P[k + "2"] = np.where(shared[:, None], P[k], Pp[:, j, :dims[NAMES.index(k)]])
     null1 = 0.5 * float(t["a"] @ t["a"] * (t["b"] @ t["b"]) * (t["c"] @ t["c"])) / (dims[0] * dims[1] * dims[2])
     null2 = 0.5 * float(t["d"] @ t["d"] * (t["b"] @ t["b"]) * (t["c"] @ t["c"])) / (dims[3] * dims[1] * dims[2])
     return dict(**rec, s1=1 - rec["L1"] / null1, s2=1 - rec["L2"] / null2, null1=null1, null2=null2, stop=stop,
                 params=P, targets=t, masks=M)
 
 def train_coopetition(mu1: float, mu2: float, alpha: float, lr: float = 1.0, steps: int = 16000, freeze=(),
-                      dims=AUTHORS_DIMS, seed: int = 0, ciwl: bool = True, thresh: float = 1e-6) -> dict:
+                      dims=AUTHORS_DIMS, seed: int = 0, ciwl: bool = True, thresh: float = 1e-6,
+                      shared: bool = True) -> dict:
     "One run of the minimal model: per-step arrays L1, L2, cost, total and strengths s1 (ICL), s2 (CIWL)."
-    out = train_coopetition_batch([dict(mu1=mu1, mu2=mu2, alpha=alpha, freeze=freeze, ciwl=ciwl)], steps, lr, dims,
-                                  seed, thresh)
+    out = train_coopetition_batch([dict(mu1=mu1, mu2=mu2, alpha=alpha, freeze=freeze, ciwl=ciwl, shared=shared)],
+                                  steps, lr, dims, seed, thresh)
     res = {k: out[k][0] for k in ("L1", "L2", "cost", "total", "s1", "s2", "stop")}
     res.update(null1=out["null1"], null2=out["null2"], targets=out["targets"],
                params={k: v[0] for k, v in out["params"].items()}, masks={k: v[0] for k, v in out["masks"].items()})
     return res
+
+# %% ../../nbs/optim/05_coopetition.ipynb #9d4f1e6a
+def _unshared_autograd(p: dict, t: dict, mu1: float, mu2: float, alpha: float, lr: float, steps: int) -> tuple:
+    "Total loss per step of gradient descent on the unshared model (mechanism 2 on its own b2, c2), by torch autograd."
+    P = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in
+         dict(p, b2=p["b"].copy(), c2=p["c"].copy()).items()}
+    T = {k: torch.tensor(t[k], dtype=torch.float64) for k in NAMES}
+    op = lambda *v: torch.einsum("i,j,k->ijk", *v)
+    out = []
+    for _ in range(steps):
+        L1 = 0.5 * ((op(T["a"], T["b"], T["c"]) - op(P["a"], P["b"], P["c"])) ** 2).mean()
+        L2 = 0.5 * ((op(T["d"], T["b"], T["c"]) - op(P["d"], P["b2"], P["c2"])) ** 2).mean()
+        loss = (L1 + mu1) * (L2 + mu2) + alpha * 0.5 * (torch.outer(P["a"], P["d"]) ** 2).mean()
+        out.append(loss.item())
+        loss.backward()
+        with torch.no_grad():
+            for v in P.values():
+                v -= lr * v.grad
+                v.grad = None
+    return np.array(out), {k: v.detach().numpy() for k, v in P.items()}
+
 
 # %% ../../nbs/optim/05_coopetition.ipynb #58c1ec3f
 def emergence_step(s, level: float = 0.5) -> float:
@@ -280,7 +324,7 @@ def transience(s1, s2, peak_min: float = 0.8, keep_max: float = 0.5, ciwl_min: f
 def _toy_runs(alpha: float = 0.1, mu1: float = 0.1, mu2: float = 0.0) -> dict:
     "The runs of the toy experiment, by name."
     base = dict(mu1=mu1, mu2=mu2, alpha=alpha)
-    return dict(coopetition=base, no_competition=dict(base, alpha=0.0),
+    return dict(coopetition=base, no_competition=dict(base, alpha=0.0), unshared=dict(base, shared=False),
                 clamp_shared=dict(base, freeze=("b", "c")), clamp_private=dict(base, freeze=("d",)),
                 icl_alone=dict(base, ciwl=False), icl_alone_clamp_shared=dict(base, ciwl=False, freeze=("b", "c")))
 
@@ -316,6 +360,15 @@ def _exemplars(task: ExemplarTask, means: np.ndarray, cls: np.ndarray, rng) -> n
 def _rng(seed_or_rng):
     return seed_or_rng if isinstance(seed_or_rng, np.random.Generator) else make_rng(check_seed(seed_or_rng), 12)
 
+def _other_classes(task, q, rng, exclude_label: bool):
+    "Two context classes per query, different from the query's class (and from its label if `exclude_label`)."
+    K = task.means.shape[0]
+    ctx = rng.integers(0, K, (len(q), 2))
+    bad = lambda c: (c == q[:, None]) | ((task.labels[c] == task.labels[q][:, None]) if exclude_label else False)
+    while (m := bad(ctx)).any():
+        ctx[m] = rng.integers(0, K, int(m.sum()))
+    return ctx
+
 def make_bursty_sequences(task: ExemplarTask, n: int, p_bursty: float = 1.0, n_ctx: int = 2, rng=0):
     """`n` training sequences: exemplars x (n, n_ctx + 1, D), context labels (n, n_ctx), query labels (n,). With
     probability `p_bursty` one context item (at a random place) is of the query's class."""
@@ -331,6 +384,17 @@ def make_bursty_sequences(task: ExemplarTask, n: int, p_bursty: float = 1.0, n_c
     ctx[bursty, where[bursty]] = q[bursty]
     x = _exemplars(task, task.means, np.concatenate([ctx, q[:, None]], axis=1), rng)
     return x, task.labels[ctx], task.labels[q]
+
+def make_ciwl_only_sequences(task: ExemplarTask, n: int, rng=0):
+    """`n` training sequences of the authors' `ciwl_only` ablation (two context pairs): the query's class is not in the
+    context, the two context classes differ from it and from its label, and the query's label is given to one context
+    item at random. Copying a context label is rewarded, matching exemplars is not."""
+    n, rng = check_int("n", n, 1), _rng(rng)
+    q = rng.integers(0, task.means.shape[0], n)
+    ctx = _other_classes(task, q, rng, exclude_label=True)
+    lab = task.labels[ctx].copy()
+    lab[np.arange(n), rng.integers(0, 2, n)] = task.labels[q]
+    return _exemplars(task, task.means, np.concatenate([ctx, q[:, None]], axis=1), rng), lab, task.labels[q]
 
 # %% ../../nbs/optim/05_coopetition.ipynb #cdab9137
 class ExemplarTransformer(nn.Module):
@@ -373,15 +437,6 @@ def _icl_eval(task, n, rng):
     x = _exemplars(task, task.novel, np.concatenate([pairs, pairs[np.arange(n), j][:, None]], axis=1), rng)
     return x, lab, j
 
-def _other_classes(task, q, rng, exclude_label: bool):
-    "Two context classes per query, different from the query's class (and from its label if `exclude_label`)."
-    K = task.means.shape[0]
-    ctx = rng.integers(0, K, (len(q), 2))
-    bad = lambda c: (c == q[:, None]) | ((task.labels[c] == task.labels[q][:, None]) if exclude_label else False)
-    while (m := bad(ctx)).any():
-        ctx[m] = rng.integers(0, K, int(m.sum()))
-    return ctx
-
 def _ciwl_eval(task, n, rng):
     q = rng.integers(0, task.means.shape[0], n)
     ctx = _other_classes(task, q, rng, exclude_label=True)
@@ -418,8 +473,9 @@ def iwl_score(model: nn.Module, task: ExemplarTask, n: int = 400, seed: int = 0)
 def train_icl_transformer(task: ExemplarTask, p_bursty: float = 1.0, steps: int = 600, lr: float = 5e-3,
                           batch_size: int = 64, d_model: int = 32, n_layers: int = 2, n_heads: int = 4,
                           eval_every: int = 50, n_eval: int = 400, warmup: int = 20, seed: int = 0,
-                          desc: str = "transformer") -> dict:
-    "Train an `ExemplarTransformer` on sequences with burstiness `p_bursty`; ICL, CIWL and IWL scores along the way."
+                          desc: str = "transformer", ciwl_only: bool = False) -> dict:
+    """Train an `ExemplarTransformer` on sequences with burstiness `p_bursty` (or, with `ciwl_only`, on the authors'
+    CIWL-only sequences); ICL, CIWL and IWL scores along the way."""
     steps, batch_size = check_int("steps", steps, 1), check_int("batch_size", batch_size, 1)
     eval_every, seed = check_int("eval_every", eval_every, 1), check_seed(seed)
     if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
@@ -440,7 +496,8 @@ def train_icl_transformer(task: ExemplarTask, p_bursty: float = 1.0, steps: int 
     for s in progress(range(steps), desc=desc):
         if s % eval_every == 0:
             evaluate(s)
-        x, yc, yq = make_bursty_sequences(task, batch_size, p_bursty, rng=rng)
+        x, yc, yq = (make_ciwl_only_sequences(task, batch_size, rng=rng) if ciwl_only
+                     else make_bursty_sequences(task, batch_size, p_bursty, rng=rng))
         loss = F.cross_entropy(model(torch.from_numpy(x), torch.from_numpy(yc)), torch.from_numpy(yq))
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -460,6 +517,13 @@ SCALE_CONFIG = {
                  n_classes=1024, n_labels=32, dim=16, sigma=0.5, tf_steps=20000, tf_lr=1e-3, d_model=64, eval_every=500,
                  n_eval=1000),
 }
+
+def _times_sooner(t_ref: float, t: float, steps: int) -> float:
+    """How many times sooner ICL emerges at step `t` than at `t_ref`: 0 when it never emerges at `t`; a `t_ref` that
+    never comes counts as the run's length (a lower bound on the ratio)."""
+    if math.isinf(t):
+        return 0.0
+    return min(t_ref, float(steps)) / max(t, 1.0)
 
 def _speedup(t_free: float, t_clamped: float) -> float:
     "How many times sooner ICL emerges with the clamp (inf: only the clamped run emerges; 0: the clamped run never does)."
@@ -484,7 +548,9 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     t_free = runs["coopetition"]["emergence"]
     res["toy_speedup_clamp_shared"] = _speedup(t_free, runs["clamp_shared"]["emergence"])
     res["toy_speedup_clamp_private"] = _speedup(t_free, runs["clamp_private"]["emergence"])
-    res["toy_icl_alone_over_coopetition"] = (runs["icl_alone"]["emergence"] / t_free if math.isfinite(t_free) else 0.0)
+    t_alone, T = runs["icl_alone"]["emergence"], cfg["toy_steps"]
+    res["toy_icl_sooner_in_model"] = _times_sooner(t_alone, t_free, T)
+    res["toy_icl_sooner_unshared"] = _times_sooner(t_alone, runs["unshared"]["emergence"], T)
     n = len(named)
     g = [transience(toy["s1"][n + i], toy["s2"][n + i]) for i in range(len(grid))]
     shape = (len(cfg["grid_alphas"]), len(cfg["grid_mu1s"]))
@@ -496,7 +562,8 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     keep = np.unique(np.r_[np.geomspace(1, cfg["toy_steps"], 300).astype(int) - 1, cfg["toy_steps"] - 1])
     res["toy_curves"] = dict(step=keep, **{f"{k}_{name}": toy[k][i, keep] for i, name in enumerate(named)
                                            for k in ("s1", "s2")})
-    # checks on the run's own vectors: closed forms vs explicit tensors, gradient vs autograd, clamps exact
+    # checks on the run's own vectors: closed forms vs explicit tensors, gradient vs autograd, the compiled loop vs
+    # the NumPy reference loop (shared runs) and vs autograd gradient descent (the unshared run), first 200 steps
     t, p = init_rank1(AUTHORS_DIMS, seed)
     ref = coopetition_loss(p, t, 0.1, 0.0, 0.1)
     one = lambda v: np.array([v])
@@ -513,14 +580,26 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
                                     for k in NAMES)
     res["check_clamp_max_dev"] = max(float(np.abs(toy["params"][k][i] - toy["targets"][k])[toy["masks"][k][i]].max())
                                      for i, name in enumerate(named) for k in NAMES if toy["masks"][k][i].any())
+    sh = [i for i, r in enumerate(named.values()) if r.get("shared", True)]
+    col = lambda key, d: np.array([list(named.values())[i].get(key, d) for i in sh], dtype=float)
+    Pn = {k: np.repeat(p[k][None], len(sh), 0) for k in NAMES}
+    Mn = {k: toy["masks"][k][sh] for k in NAMES}
+    for k in NAMES:
+        Pn[k] = np.where(Mn[k], t[k][None], Pn[k])
+    recn, _ = _gd_numpy(Pn, t, Mn, col("mu1", 0), col("mu2", 0), col("alpha", 0), col("ciwl", True), 1.0, 200, 1e-6)
+    i_un = list(named).index("unshared")
+    ref_un, _ = _unshared_autograd(p, t, 0.1, 0.0, 0.1, 1.0, 200)
+    # relative to each run's largest loss: near the early stop (loss 1e-6) the closed forms cancel large terms
+    res["check_loop_rel_err"] = max(float(np.max(np.abs(toy["total"][sh, :200] - recn[3]).max(1) / np.abs(recn[3]).max(1))),
+                                    float(np.abs(toy["total"][i_un, :200] - ref_un).max() / np.abs(ref_un).max()))
     res["timings"]["toy_s"] = time.perf_counter() - t0
-    # the transformer, bursty and non-bursty, from the same initial weights
+    # the transformer, bursty and on the authors' CIWL-only sequences, from the same initial weights
     t0 = time.perf_counter()
     task = make_exemplar_task(cfg["n_classes"], cfg["n_labels"], cfg["dim"], cfg["sigma"], seed=seed)
-    for key, pb in (("tf", 1.0), ("tf_nonbursty", 0.0)):
-        r = train_icl_transformer(task, p_bursty=pb, steps=cfg["tf_steps"], lr=cfg["tf_lr"], d_model=cfg["d_model"],
-                                  eval_every=cfg["eval_every"], n_eval=cfg["n_eval"], seed=seed,
-                                  desc=f"transformer, p_bursty={pb}")
+    for key, only in (("tf", False), ("tf_ciwl_only", True)):
+        r = train_icl_transformer(task, p_bursty=1.0, steps=cfg["tf_steps"], lr=cfg["tf_lr"], d_model=cfg["d_model"],
+                                  eval_every=cfg["eval_every"], n_eval=cfg["n_eval"], seed=seed, ciwl_only=only,
+                                  desc="transformer, " + ("CIWL-only data" if only else "bursty data"))
         r.pop("model")
         res[key] = dict(curves={k: r[k] for k in ("step", "icl", "ciwl", "iwl")}, icl_peak=float(r["icl"].max()),
                         icl_final=float(r["icl"][-1]), ciwl_final=float(r["ciwl"][-1]), iwl_final=float(r["iwl"][-1]),
@@ -558,7 +637,7 @@ def plots(result: dict) -> dict:
     fig.suptitle("(alpha, mu1) grid, mu2 = 0, 16 000 steps; T marks a transient run"); fig.tight_layout()
     figs["toy_grid"] = fig
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
-    for ax, key, title in ((axes[0], "tf", "bursty training"), (axes[1], "tf_nonbursty", "non-bursty (control)")):
+    for ax, key, title in ((axes[0], "tf", "bursty training"), (axes[1], "tf_ciwl_only", "CIWL-only data (control)")):
         cur = result[key]["curves"]
         for ev in ("icl", "ciwl", "iwl"):
             ax.plot(cur["step"], cur[ev], marker=".", label=ev.upper())
@@ -569,27 +648,51 @@ def plots(result: dict) -> dict:
     return figs
 
 # %% ../../nbs/optim/05_coopetition.ipynb #343cab26
-_THR = ("thresholds set by issue 28 before any run of this chapter (ICL peak >= 0.8, final <= half the peak, "
-        "CIWL final >= 0.95; emergence >= 2x sooner; ICL score 0.7) and kept; ")
-_PREREG = ("recorded 2026-12-05 on seeds 0-3 before seeds 4-15 were run: transience margin 3.5e6, 2.6e6 (both runs "
-           "shrink to the origin), 0.95, 0.95, control (alpha = 0) 1.99, 9.7e4, 2.00, 2.00; shared-clamp speed-up inf, "
-           "inf, 97, 269, control (d clamped) 0, 0, 0, 0; transformer ICL peak 0.90, 0.83, 0.865, 0.848, control "
-           "(non-bursty) 0.57, 0.53, 0.51, 0.52")
+_THR = ("thresholds of issue 28 (the chapter's issue), set before any run of this chapter: ICL peak >= 0.8, final "
+        "<= half the peak, CIWL final >= 0.95; ")
+_PREREG = ("first recorded 2026-12-05 (commit 1c15676) on seeds 0-3 before seeds 4-15 were run: transience margin "
+           "3.5e6, 2.6e6 (both runs shrink to the origin), 0.95, 0.95, control (alpha = 0) 1.99, 9.7e4, 2.00, 2.00")
 CLAIMS = [
     Claim("icl_transient", "Minimal model, authors' setting: ICL's strength peaks at >= 0.8, ends at <= half its peak, "
           "and CIWL ends at >= 0.95 (transience margin <= 1)", "toy.coopetition.margin", "<=", 1.0, kind="paper",
-          control="toy.no_competition.margin", source="preregistered",
-          basis=_THR + _PREREG + "; control: the same start with alpha = 0 (no competition), where ICL must not decay"),
+          control="toy.no_competition.margin", source="issue 28", tests="paper",
+          basis=_THR + _PREREG + ". The margin is the largest of peak_min / peak, retained / 0.5 and 0.95 / CIWL's "
+          "final strength; where the run is transient the CIWL term (CIWL ends at 1.00) sets it at 0.95",
+          control_basis="the same start with the competition term removed (alpha = 0), the ingredient the paper "
+          "credits with switching ICL off; the derivation shows that without it nothing pulls a to 0"),
     Claim("shared_circuit_paces_icl", "Minimal model: with the shared b, c clamped to their targets (the authors' "
           "clamp), ICL emerges >= 2x sooner than when they must be learnt, i.e. the unformed shared sub-circuit "
           "delays ICL >= 2x", "toy_speedup_clamp_shared", ">=", 2.0, kind="paper",
-          control="toy_speedup_clamp_private", source="preregistered",
-          basis=_THR + _PREREG + "; control: clamping CIWL's private vector d instead (CIWL's own part formed, no "
-          "shared part handed over)"),
+          control="toy_speedup_clamp_private", source="preregistered", tests="proxy",
+          basis=_PREREG + "; shared-clamp speed-up inf, inf, 97, 269, control (d clamped) 0, 0, 0, 0",
+          control_basis="clamping CIWL's private vector d instead: the chapter's own choice, not the paper's",
+          status="withdrawn",
+          reason="passes by construction: with b, c clamped to their targets L1 is a quadratic in a alone, so ICL "
+          "emerges within tens of steps whether CIWL is there or not (mechanism 1 alone with the same clamp, "
+          "`toy.icl_alone_clamp_shared`, emerges as fast); it measures the clamp, not cooperation. Its speed-up was "
+          "also infinite (and passed) where the unclamped run never emerges, and its direction is the reverse of the "
+          "issue's cooperation statement, registered instead as `icl_sooner_in_model` (issue 46)"),
+    Claim("icl_sooner_in_model", "Minimal model, authors' setting: ICL inside the coopetition model emerges at least 2x "
+          "sooner than ICL alone (L1 alone, the same start), i.e. CIWL's work on the shared b, c speeds ICL up "
+          "(cooperation)", "toy_icl_sooner_in_model", ">=", 2.0, kind="paper", control="toy_icl_sooner_unshared",
+          source="issue 46", tests="paper",
+          basis="issue 46: 'ICL inside the coopetition model emerges at least 2x sooner than ICL alone (L1 alone)'; "
+          "emergence is the first step with ICL strength >= 0.5; the value is (ICL alone's emergence step) / (the "
+          "model's), 0 where ICL never emerges inside the model, ICL alone's step capped at the 16 000 steps of the run "
+          "where it never emerges (a lower bound)",
+          control_basis="the cooperation ablation: the same model and start with mechanism 2 on its own copies of b, c "
+          "(shared=False), so CIWL still learns and competes through alpha C but cannot build ICL's sub-circuit; in the "
+          "transformer the paper's counterpart is its ICL-only run (coopetition_paper_sweep.py, icl_only)"),
     Claim("transformer_icl_emerges", "Transformer, bursty training: the ICL evaluator's accuracy reaches >= 0.7 "
-          "(chance 0.5)", "tf.icl_peak", ">=", 0.7, kind="paper", control="tf_nonbursty.icl_peak",
-          source="preregistered", basis=_THR + _PREREG + "; control: non-bursty training (the query's class in the "
-          "context only by chance), same initial weights and steps"),
+          "(chance 0.5)", "tf.icl_peak", ">=", 0.7, kind="paper", control="tf_ciwl_only.icl_peak",
+          source="preregistered", tests="proxy",
+          basis="0.7 is the chapter's own choice (issue 28 gives no number for the transformer), fixed in its first "
+          "version (commit 1c15676, 2026-12-05) before seeds 4-15 were run and kept: ICL peak on seeds 0-3 0.90, 0.83, "
+          "0.865, 0.848. A proxy: emergence of ICL is the precondition of the paper's transience, not transience itself",
+          control_basis="the authors' ciwl_only ablation (coopetition_paper_sweep.py:155-235: no burstiness, the query's "
+          "label given to a random context item of another class): same initial weights, steps and evaluators; it "
+          "learns (copying a context label takes its loss from ln 32 towards ln 2) but has no exemplar to match. It "
+          "replaces the first version's non-bursty control, which learnt nothing in 600 steps (loss 3.42, ln 32 = 3.47)"),
     Claim("closed_form_matches_tensors", "Closed-form L1, L2, C and total equal the explicit outer-product losses on "
           "the seed's vectors (largest relative error)", "check_closed_form_rel_err", "<=", 1e-10, kind="check",
           basis="algebraic identity; float64 rounding only"),
@@ -597,8 +700,19 @@ CLAIMS = [
           "(largest relative error)", "check_grad_rel_err", "<=", 1e-9, kind="check",
           basis="product rule on the closed forms; float64 rounding only"),
     Claim("clamps_hold", "Clamped coordinates equal their targets at the end of every clamped run (largest deviation)",
-          "check_clamp_max_dev", "<=", 0.0, kind="check", basis="the clamp overwrites after every step"),
+          "check_clamp_max_dev", "<=", 0.0, kind="check", basis="the clamp overwrites after every step",
+          status="withdrawn", reason="cannot fail: the loop writes the target into every clamped coordinate after "
+          "every step, so the deviation is 0 by construction; replaced by `loop_matches_references`, which compares "
+          "the compiled loop (clamps included) with two independent implementations"),
+    Claim("loop_matches_references", "The compiled training loop's total loss over the first 200 steps of the seed's "
+          "runs equals the NumPy reference loop (shared runs, clamps and ICL alone included) and torch autograd "
+          "gradient descent on the explicit tensors (the unshared run) (largest relative error)", "check_loop_rel_err",
+          "<=", 1e-9, kind="check", basis="the same arithmetic in a different order: float64 rounding, measured "
+          "relative to each run's largest loss (near the early stop the closed forms cancel large terms); fixed on "
+          "seeds 0-3, where it is at most 9.3e-16; a wrong coupling (the shared loop's losses against the unshared "
+          "reference) gives 0.095-0.18"),
 ]
+
 
 # %% ../../nbs/optim/05_coopetition.ipynb #d95a3bc7
 CHAPTER = register(Chapter(
