@@ -234,3 +234,70 @@ def test_bad_input(tiny):
         tiny.replay([C.Step("nope", ("Nc1ccccc1", "O=Cc1ccccc1"), "C")])
     with pytest.raises(ValueError, match="n_bits must be a multiple of 64"):
         C.fingerprints(["CCO"], n_bits=100)
+
+
+def test_replicate_root_order_by_hand():
+    "The authors' replicate=True root: template order, reactant order, SMILES sorted within a reactant, first kept."
+    blocks = [C.canonical_smiles(b) for b in TINY + ["Nc1ccc(F)cc1", "Brc1ccccc1"]]
+    space = C.ReactionSpace(blocks, root_order="replicate")
+    acids, amines = ["O=C(O)c1ccc(Br)cc1"], sorted(["Nc1ccccc1", "C1CCNCC1", "Nc1ccc(F)cc1"])
+    want = acids + amines + ["O=S(=O)(Cl)c1ccccc1", "O=Cc1ccccc1", "Brc1ccccc1", "OB(O)c1ccccc1"]
+    # amide coupling: acids, amines; sulfonamide: the sulfonyl chloride (amines already listed); reductive amination:
+    # the aldehyde; Suzuki: aryl bromides sorted (4-bromobenzoic acid already listed), boronic acids; Buchwald: none new
+    assert space.root_blocks == want
+    given = C.ReactionSpace(blocks)
+    assert given.root_blocks == blocks and set(space.root_blocks) == set(blocks)
+    with pytest.raises(ValueError, match="root_order"):
+        C.ReactionSpace(blocks, root_order="random")
+
+
+@pytest.mark.parametrize("order", C.BLOCK_ORDERS)
+def test_library_orders_and_the_scalarised_first_choice(order):
+    "Each order lists the same library; a scalarised search's first rollout starts from the root's first block."
+    lib = C.draw_library(48, 1)
+    space = C.library_space(lib, order)
+    assert set(space.blocks) == set(lib) and set(space.root_blocks) == {b for b in lib if space.roles(b)}
+    assert space.blocks == (lib if order == "class" else sorted(lib))
+    if order == "sorted":
+        assert space.root_blocks == sorted(space.root_blocks)
+    # partners: template order, then block order, so sorted within a reactant in the authors' two orders
+    p = space.partners("Nc1ccccc1")
+    acids = [b for b in p if ("amide coupling", 0) in space.roles(b)]
+    assert acids == ([b for b in lib if b in acids] if order == "class" else sorted(acids))
+    s = C.ScalarMCTS(space, seed=0)
+    prods = s.run(1)
+    assert space.root_blocks[0] in prods[0].log[0].reactants
+
+
+def test_reordered_space_shares_caches():
+    lib = C.draw_library(10, 3)
+    a = C.library_space(lib, "class")
+    b = C.library_space(lib, "replicate", like=a)
+    assert b._products is a._products and b.root_order == "replicate" and b.blocks == sorted(lib)
+    assert a.enumerate_products() == C.library_space(lib, "sorted").enumerate_products()
+    with pytest.raises(ValueError, match="same set"):
+        a.reordered(lib[:-1])
+    with pytest.raises(ValueError, match="order must be one of"):
+        C.library_space(lib, "reverse")
+
+
+def test_experiment_orders_and_head_to_head(monkeypatch):
+    "Two orders at a tiny budget: the first at the top level, the second under its name; the ratios by hand."
+    monkeypatch.setitem(C.SCALE_CONFIG, "fast", dict(n_blocks=12, n_rollouts=6, exhaustive=False))
+    r = C.experiment("fast", 2)
+    assert r["config"]["orders"] == ["class", "replicate"] and "replicate" in r
+    for res in (r, r["replicate"]):
+        M = res["methods"]
+        for key, metric in (("hv", "hypervolume"), ("spread", "spread"), ("diversity", "diversity")):
+            assert res[f"{key}_pareto_over_scalarize"] == M["pareto"][metric] / M["scalarize"][metric]
+            assert res[f"{key}_random_over_scalarize"] == M["random"][metric] / M["scalarize"][metric]
+            assert res[f"{key}_ratio_pareto"] == M["pareto"][metric] / M["random"][metric]
+    assert r["root_blocks"] != r["replicate"]["root_blocks"] and set(r["root_blocks"]) == set(r["replicate"]["root_blocks"])
+    # the class-order results do not depend on which other orders run
+    r1 = C.experiment("fast", 2, orders=("class",))
+    assert "replicate" not in r1 and r1["hv_ratio_pareto"] == r["hv_ratio_pareto"]
+    assert r1["spread_ratio_scalarize"] == r["spread_ratio_scalarize"]
+    with pytest.raises(ValueError, match="orders must be"):
+        C.experiment("fast", 2, orders=())
+    with pytest.raises(ValueError, match="orders must be"):
+        C.experiment("fast", 2, orders="class")
