@@ -1599,6 +1599,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                                     'icml25nb/optim/schedulefree.py'),
                                              'icml25nb.optim.schedulefree.compare_with_schedulefree': ( 'optim/schedulefree.html#compare_with_schedulefree',
                                                                                                         'icml25nb/optim/schedulefree.py'),
+                                             'icml25nb.optim.schedulefree.envelope_exponent': ( 'optim/schedulefree.html#envelope_exponent',
+                                                                                                'icml25nb/optim/schedulefree.py'),
                                              'icml25nb.optim.schedulefree.experiment': ( 'optim/schedulefree.html#experiment',
                                                                                          'icml25nb/optim/schedulefree.py'),
                                              'icml25nb.optim.schedulefree.fitted_exponent': ( 'optim/schedulefree.html#fitted_exponent',

@@ -23,7 +23,8 @@ from ..tinylm import SCHEDULES
 __all__ = ['METHODS', 'THEORY_EXPONENT', 'BETA', 'CLAIMS', 'CHAPTER', 'Objective', 'abs_well', 'abs_ridge', 'min_norm_point',
            'sample_ball', 'goldstein_norm', 'averaging_coefficient', 'sf_step', 'sf_sgd', 'ScheduleFreeSGD',
            'compare_with_schedulefree', 'DiscountedOGD', 'o2nc', 'schedule_free_as_o2nc', 'stationarity_runs',
-           'fitted_exponent', 'multiclass_hinge', 'init_mlp', 'train_ensemble', 'noisy_digits', 'experiment', 'plots']
+           'fitted_exponent', 'envelope_exponent', 'multiclass_hinge', 'init_mlp', 'train_ensemble', 'noisy_digits',
+           'experiment', 'plots']
 
 # %% ../../nbs/optim/04_schedulefree.ipynb #ba8cc213
 @dataclass(frozen=True)
@@ -423,6 +424,19 @@ def fitted_exponent(horizons, values) -> float:
         raise ValueError("horizons and values must be positive arrays of the same length >= 2")
     return float(np.polyfit(np.log(h), np.log(v), 1)[0])
 
+
+def envelope_exponent(horizons, curves, lrs) -> tuple[list, list, float]:
+    r"""The rate at the best grid value *for each horizon*: `curves[i, j]` is the measure at learning rate `lrs[i]`
+    and horizon `horizons[j]`; the envelope is $\min_i$ curves$[i,j]$ (each horizon tuned separately). Returns
+    (envelope, the argmin learning rate at each horizon, the fitted log-log exponent of the envelope)."""
+    curves, lrs = check_finite("curves", curves), check_finite("lrs", lrs)
+    if curves.ndim != 2 or curves.shape != (lrs.size, len(horizons)):
+        raise ValueError(f"curves must have shape (len(lrs), len(horizons)) = {(lrs.size, len(horizons))}, "
+                         f"got {curves.shape}")
+    best = np.argmin(curves, axis=0)
+    env = curves[best, np.arange(curves.shape[1])]
+    return env.tolist(), [float(lrs[i]) for i in best], fitted_exponent(horizons, env)
+
 # %% ../../nbs/optim/04_schedulefree.ipynb #230bccd6
 def multiclass_hinge(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     r"""Mean multiclass hinge loss $\frac1C\sum_{j\ne y}\max(0,1-o_y+o_j)$ over the last two axes (as
@@ -594,6 +608,10 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         res[f"{m}_distance"] = [float(np.mean(F.stationary_distance(pts[best, j]))) for j in range(len(H))]
         res[f"{m}_exponent"] = fitted_exponent(H, curves[best])
         res[f"{m}_exponent_gap"] = abs(res[f"{m}_exponent"] - THEORY_EXPONENT)
+        # issue 46 (second round): the rate at the best grid value for each horizon, tuned separately per horizon
+        env, env_lr, env_e = envelope_exponent(H, curves, lrs)
+        res[f"{m}_envelope"], res[f"{m}_envelope_lr"], res[f"{m}_envelope_exponent"] = env, env_lr, env_e
+        res[f"{m}_envelope_exponent_gap"] = abs(env_e - THEORY_EXPONENT)
     # where the theory's averaging weight c_T = min(1, A gamma_T^2) acts at all: c_T > 1/T (else max(c_T, 1/k) = 1/k)
     res["sf_c_acts_by_lr"] = [[bool(min(1.0, cfg["c_scale"] * (g * (T / H[0]) ** (-1 / 3)) ** 2) > 1.0 / T) for T in H]
                               for g in lrs]
@@ -664,8 +682,13 @@ _PREREG = ("fixed 2026-12-05 before any of seeds 0-15 was run (design calibrated
 _RATE_BASIS = ("theory: T = O(delta^-1 eps^-3) iterations for a (delta, eps)-stationary point (the paper's optimal rate), "
                "so eps ~ T^(-1/3) at fixed delta; the theorem is an upper bound, so the claim is one-sided; tolerance 0.1 "
                + _PREREG + "; control: constant-step SGD at its best grid value (same grid, same noise, same start)")
-_ISSUE46 = ("registered at issue 46's request, before seeds 4-15 of this design were run; the exponent is fitted over "
-            "T = 500..32000 at each method's best grid value at T = 32000 (grid 0.001..0.3, the same for both)")
+_ISSUE46 = ("registered at issue 46's request (registration 1, seeds 0-3 of this design, before its seeds 4-15 were run); "
+            "not blind: SF-SGD's exponent at its best grid value on seeds 0-15 was already in the committed 2026-12-05 "
+            "sweep (best value 0.01 there too; 7 of 16 seeds inside the band), so the values were known; the threshold is "
+            "the issue's, not fitted to them; the exponent is fitted over T = 500..32000 at each method's best grid "
+            "value at T = 32000 (grid 0.001..0.3, the same for both)")
+_SF_PARAMS = ("SF-SGD runs with gamma_T = gamma (T/500)^(-1/3) and the theory's window c_T = min(1, gamma_T^2) (averaging "
+              "weight max(c_T, 1/k)); c_T acts only where c_T > 1/T, i.e. never at gamma <= 0.01 on T = 500..32000")
 _TUNED_SGD = ("SGD with a horizon-tuned step gamma_T = gamma (T/500)^(-1/2) (the nonconvex SGD step ~ 1/sqrt(T)), its "
               "base gamma tuned on the same grid, same noise, same start, output its last iterate: the strongest simple "
               "alternative a reader would try (the paper has no experiment and no baseline run); it removes the paper's "
@@ -683,8 +706,10 @@ CLAIMS = [
                  "replaced by goldstein_rate_band (the issue's band as written) and goldstein_rate_one_sided, both "
                  "against SGD with a horizon-tuned step"),
     Claim("goldstein_rate_band", "The issue's band, as written: the fitted log-log exponent of the Goldstein "
-          "stationarity (delta = 0.005) of SF-SGD's output against the horizon T, with the horizon-dependent parameters "
-          "of the nonconvex theory, lies within -1/3 +- 0.1 (|exponent + 1/3| at most 0.1)",
+          "stationarity (delta = 0.005) of SF-SGD's output against the horizon T lies within -1/3 +- 0.1 "
+          "(|exponent + 1/3| at most 0.1). " + _SF_PARAMS + "; SF-SGD's best grid value was 0.01 on every seed of "
+          "registration 1, so what is measured is gamma_T ~ T^(-1/3) with Defazio's uniform average, not the nonconvex "
+          "theory's horizon-dependent averaging window",
           "sf_exponent_gap", "<=", 0.1, kind="paper", control="sgd_tuned_exponent_gap", source="issue 46",
           basis="the two-sided band +-0.1 around the theory's -1/3 that the chapter's issue first asked for; "
                 + _ISSUE46, tests="proxy", control_basis=_TUNED_SGD),
@@ -694,16 +719,33 @@ CLAIMS = [
           "sf_exponent", "<=", THEORY_EXPONENT + 0.1, kind="paper", control="sgd_tuned_exponent", source="issue 46",
           basis="theory: eps ~ T^(-1/3) at fixed delta (the paper's optimal O(delta^-1 eps^-3)), an upper bound; "
                 "tolerance 0.1 as in the band; " + _ISSUE46, tests="proxy", control_basis=_TUNED_SGD),
+    Claim("goldstein_rate_envelope", "Beside goldstein_rate_band, corrected (issue 46, second review): the fitted "
+          "log-log exponent of the Goldstein stationarity (delta = 0.005) of SF-SGD's output against the horizon "
+          "T = 500..32000, each horizon at its own best grid value (gamma tuned separately for every horizon on the grid "
+          "0.001..0.3, the envelope), lies within -1/3 +- 0.1 (|exponent + 1/3| at most 0.1). " + _SF_PARAMS,
+          "sf_envelope_exponent_gap", "<=", 0.1, kind="paper", control="sgd_tuned_envelope_exponent_gap",
+          source="issue 46",
+          basis="the issue's band -1/3 +- 0.1 (issue 46), unchanged; the band rather than the one-sided bound was chosen, "
+                "and this claim registered (registration 2, seeds 0-3), before any value of the envelope exponent was "
+                "computed on any seed; added because the exponent at one grid value tuned at the largest T mixes the "
+                "transient from x0 into the fit (horizon-tuned SGD's best value 0.003 is still travelling at T = 500); "
+                "tuning each horizon separately lets each method use a step that has reached its noise floor where that "
+                "is best. Not blind in one respect: registration 1's sweep had the exponent at every grid value "
+                "(medians: SF-SGD -0.44 at 0.01, horizon-tuned SGD -0.26 to -0.27 at 0.01..0.3)", tests="proxy",
+          control_basis="SGD with a horizon-tuned step gamma_T = gamma (T/500)^(-1/2), its base gamma tuned separately "
+                        "for every horizon on the same grid (the same envelope), same noise, same start, output its last "
+                        "iterate; where it has reached its noise floor its exponent was -0.26 to -0.27 in registration 1 "
+                        "(inside the band), so this control may pass and the claim then does not discriminate"),
     Claim("anytime", "Anytime: at T/4 and T/2, schedule-free SGD's training loss is at or below that of SGD with the "
           "cosine schedule tuned for horizon T (larger of the two loss ratios, both methods at their best grid "
           "learning rate at T)", "schedulefree_anytime_ratio", "<=", 1.0, kind="paper",
-          control="constant_anytime_ratio", source="preregistered",
+          control="constant_anytime_ratio", source="issue 27",
           basis="'at or below' (issue 27) " + _PREREG + "; control: constant-step SGD at the same points", tests="proxy",
           control_basis="constant-step SGD at its best grid learning rate: SF-SGD with its ingredient removed (c_k = 1 "
                         "makes x = y = z, plain SGD), and what a reader runs without a schedule (WSD's stable phase)"),
     Claim("final_within_5pct", "At T, schedule-free SGD at its best learning rate ends within 5% of the best tuned "
           "cosine-schedule SGD (loss ratio - 1)", "schedulefree_final_gap", "<=", 0.05, kind="paper",
-          control="constant_final_gap", source="preregistered",
+          control="constant_final_gap", source="issue 27",
           basis="5% (issue 27) " + _PREREG + "; control: constant-step SGD's gap to the same cosine run", tests="proxy",
           control_basis="constant-step SGD at its best grid learning rate: SF-SGD with its ingredient removed (c_k = 1 "
                         "makes x = y = z, plain SGD), the schedule-free method a reader would otherwise use"),
