@@ -210,3 +210,47 @@ def test_experiment_rejects_bad_arguments():
         A.experiment("huge")
     with pytest.raises(ValueError, match="seed"):
         A.experiment("fast", seed=-1)
+
+
+def test_majority_breaks_ties_at_random(ds):
+    # two copies that disagree on a query: a plain majority of 2 is a tie, which must go either way about half the
+    # time (a tie broken towards the lower index would favour p0, the attacker's correct answer)
+    maj = A.DPRobustANN(ds.points, m=8, k=2, seed=0, selection="majority")
+    rng = np.random.default_rng(3)
+    v = ds.points[1] - ds.points[0]
+    for _ in range(2000):
+        q = ds.points[0] + v / 2 + 0.3 * rng.standard_normal(ds.d) / math.sqrt(ds.d)
+        idx = [int(np.argmin(np.linalg.norm((ds.points - q) @ maj._S[j].T, axis=1))) for j in range(2)]
+        if idx[0] != idx[1]:
+            break
+    else:
+        pytest.fail("no query on which the two copies disagree")
+    answers = [maj.query(q) for _ in range(400)]
+    assert set(answers) == set(idx)
+    assert 0.4 < answers.count(min(idx)) / 400 < 0.6
+    # without a tie the majority is the vote: three copies, all asked
+    maj3 = A.DPRobustANN(ds.points, m=8, k=3, seed=0, selection="majority")
+    votes = [int(np.argmin(np.linalg.norm((ds.points - q) @ maj3._S[j].T, axis=1))) for j in range(3)]
+    assert maj3.query(q) == max(set(votes), key=votes.count)
+
+
+def test_copies_needed_for_the_majority_searches_odd_counts(ds):
+    cfg = A.SCALE_CONFIG["fast"]
+    assert [A._grid_k(cfg, i, "majority") for i in range(4)] == [1, 3, 5, 7]
+    k, i, tried = A.copies_needed(ds, cfg, 200, seed=0, start=0, selection="majority")
+    assert k % 2 == 1 and k == A._grid_k(cfg, i, "majority") and tried[k] <= cfg["target"]
+    if k > 1:  # the count below was tried and failed
+        assert tried[k - 2] > cfg["target"]
+    with pytest.raises(ValueError, match="selection"):
+        A.copies_needed(ds, cfg, 200, seed=0, selection="first")
+
+
+def test_accountant_charges_each_answered_query_once(ds):
+    dp = A.DPRobustANN.for_budget(ds.points, 8, 20, 50, 200.0, 1e-6, 0.5, seed=4)
+    out = A.run_game(ds, dp, A.LinearSketchAttacker(ds.points, seed=5), 50)
+    assert dp.accountant.queries == 50 and len(out["errors"]) + len(out["probe_answers"]) == 50
+    assert dp.accountant.epsilon() == pytest.approx(200.0, rel=1e-9)  # the budget is spent exactly over T queries
+    # the controls run no private selection and charge nothing
+    maj = A.DPRobustANN(ds.points, 8, 20, seed=4, selection="majority")
+    A.run_game(ds, maj, A.LinearSketchAttacker(ds.points, seed=5), 10)
+    assert maj.accountant.queries == 0
