@@ -754,6 +754,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'icml25nb.core.claims_report_text': ('core.html#claims_report_text', 'icml25nb/core.py'),
                                'icml25nb.core.claims_summary': ('core.html#claims_summary', 'icml25nb/core.py'),
                                'icml25nb.core.claims_table': ('core.html#claims_table', 'icml25nb/core.py'),
+                               'icml25nb.core.constant_control': ('core.html#constant_control', 'icml25nb/core.py'),
                                'icml25nb.core.contract_holds': ('core.html#contract_holds', 'icml25nb/core.py'),
                                'icml25nb.core.contract_problems': ('core.html#contract_problems', 'icml25nb/core.py'),
                                'icml25nb.core.control_fails': ('core.html#control_fails', 'icml25nb/core.py'),

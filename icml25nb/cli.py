@@ -101,9 +101,9 @@ def cmd_list(args) -> int:
         bt = st["by_tests"]
         rows.append(dict(part=c.part, slug=c.slug, level=c.level, claims=len(c.claims),
                          paper_claims=sum(x.kind == "paper" for x in c.claims),
-                         checks=sum(x.kind == "check" for x in c.claims),
+                         checks=sum(x.kind == "check" and not x.withdrawn for x in c.claims),
                          provisional=sum(x.kind == "provisional" for x in c.claims),
-                         withdrawn=sum(x.withdrawn for x in c.claims),
+                         withdrawn=sum(x.withdrawn for x in c.claims if x.kind == "paper"),
                          registered=(f"{st['registrations'][-1]['date'][:10]} (x{len(st['registrations'])})"
                                      if st["registered"] else f"awaiting issue {st['awaiting']}"),
                          seeds=st["seeds"], reproduced=st["reproduced"], not_reproduced=st["not_reproduced"],
@@ -202,11 +202,13 @@ def cmd_claims(args) -> int:
                 print(f"broken: {p}")
         rows = [r for rep in report.values() for r in rep["claims"]]
         paper = [r for r in rows if r.kind == "paper"]
+        checks = [r for r in rows if r.kind != "paper" and r.status != "withdrawn"]
         print(f"\n{len(report)} chapter(s), scale {args.scale}, seed {args.seed}: "
               f"{sum(r.passed for r in paper)} of {len(paper)} paper claims pass, "
               f"{sum(bool(r.discriminating) for r in paper)} discriminating; "
-              f"{sum(r.passed for r in rows if r.kind != 'paper')} of {len(rows) - len(paper)} checks pass; "
-              f"nothing broken in {sum(r['contract_holds'] for r in report.values())} of {len(report)} chapter(s)")
+              f"{sum(r.passed for r in checks)} of {len(checks)} checks pass"
+              + (f" ({len(rows) - len(paper) - len(checks)} withdrawn); " if len(rows) - len(paper) > len(checks) else "; ")
+              + f"nothing broken in {sum(r['contract_holds'] for r in report.values())} of {len(report)} chapter(s)")
     return 0 if all(r["contract_holds"] for r in report.values()) else 1
 
 # %% ../nbs/01_cli.ipynb #abcd1dd5

@@ -25,10 +25,10 @@ __all__ = ['SCALES', 'OPS', 'KINDS', 'SOURCES', 'TESTS', 'STATUSES', 'PARTS', 'L
            'progress_enabled', 'PlainProgress', 'progress', 'Claim', 'ClaimResult', 'evaluate_claim', 'evaluate_claims',
            'all_passed', 'contract_problems', 'contract_holds', 'claims_table', 'claims_summary', 'controls_text',
            'claims_report_text', 'show_claims', 'Chapter', 'register', 'chapters', 'get_chapter', 'run_chapter',
-           'control_fails', 'claim_discriminates', 'seed_independent', 'claim_status', 'record_verdicts',
-           'record_claim_status', 'repo_root', 'chapter_file', 'sweep_path', 'load_sweep', 'sweep_disagreements',
-           'run_problems', 'SweepAgreement', 'assert_sweep_agrees', 'to_jsonable', 'save_result', 'save_figures',
-           'convergence_plot']
+           'control_fails', 'claim_discriminates', 'seed_independent', 'constant_control', 'claim_status',
+           'record_verdicts', 'record_claim_status', 'repo_root', 'chapter_file', 'sweep_path', 'load_sweep',
+           'sweep_disagreements', 'run_problems', 'SweepAgreement', 'assert_sweep_agrees', 'to_jsonable', 'save_result',
+           'save_figures', 'convergence_plot']
 
 # %% ../nbs/00_core.ipynb #3f09a8a0
 SCALES: tuple[str, ...] = ("fast", "full")
@@ -586,6 +586,13 @@ def seed_independent(values: Sequence, min_seeds: int = 4, rtol: float = 1e-9, a
         return False
     return all(abs(v - vals[0]) <= atol + rtol * abs(vals[0]) for v in vals)
 
+def constant_control(control: Sequence, control_passed: Sequence[bool | None]) -> bool:
+    """Whether a control is the same on every seed (`seed_independent`) *and* fails somewhere: a constant control that
+    fails can make a claim look discriminating by construction. A constant control that passes on every seed is a
+    measured finding (the alternative does as well as the method everywhere): the claim is then not discriminating,
+    which the ordinary rule says."""
+    return seed_independent(control) and not all(p is True for p in control_passed)
+
 def claim_status(kind: str, passed: Sequence[bool], control_passed: Sequence[bool | None] = (),
                  control: Sequence | None = None, withdrawn: bool = False, constant: bool = False) -> str:
     """Status of one claim over seeds. Checks (and provisional claims): passes / fails. Paper claims, in this order:
@@ -623,7 +630,7 @@ def record_claim_status(rec: dict, claim: Claim | None = None) -> str:
     withdrawn = claim.withdrawn if claim is not None else bool(rec.get("withdrawn"))
     saturated = claim.saturated if claim is not None else rec.get("saturated", "")
     constant = rec.get("kind") == "paper" and (
-        (not saturated and seed_independent(rec["measured"])) or seed_independent(rec.get("control", [])))
+        (not saturated and seed_independent(rec["measured"])) or constant_control(rec.get("control", []), cpassed))
     return claim_status(rec.get("kind", "paper"), passed, cpassed, rec.get("control"), withdrawn, constant)
 
 def repo_root() -> Path | None:

@@ -21,7 +21,7 @@ from . import __version__
 from .core import (Chapter, check_scale, check_seed, chapters, claim_discriminates, claim_status, get_chapter,
                            progress, repo_root, run_chapter, sweep_disagreements, sweep_path, to_jsonable, _fmt,
                            _table, Claim, ClaimResult, register, _REGISTRY, record_claim_status, record_verdicts,
-                           seed_independent, _value)
+                           seed_independent, constant_control, _value)
 from .registration import (AWAITING_REGISTRATION, load_registration, registration_problems,
                                    sweep_provenance, write_json_atomic)
 
@@ -133,7 +133,7 @@ def sweep_record(chapter: Chapter, scale: str, runs: dict[int, dict], version: s
             rec.update(tests=c.tests, control_basis=c.control_basis, control_passed=[bool(p) for p in cp],
                        control=control, control_rate=sum(map(bool, cp)) / len(cp) if cp else None,
                        discriminating=claim_discriminates(cp, control),
-                       seed_independent=seed_independent(rec["measured"]) or seed_independent(control))
+                       seed_independent=seed_independent(rec["measured"]) or constant_control(control, cp))
             if c.saturated:
                 rec["saturated"] = c.saturated
         if c.withdrawn:
