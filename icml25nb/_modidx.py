@@ -1377,6 +1377,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                     'icml25nb.optim.cpt._lam': ('optim/cpt.html#_lam', 'icml25nb/optim/cpt.py'),
                                     'icml25nb.optim.cpt._lrs': ('optim/cpt.html#_lrs', 'icml25nb/optim/cpt.py'),
                                     'icml25nb.optim.cpt._phase': ('optim/cpt.html#_phase', 'icml25nb/optim/cpt.py'),
+                                    'icml25nb.optim.cpt._shared_prefix': ('optim/cpt.html#_shared_prefix', 'icml25nb/optim/cpt.py'),
                                     'icml25nb.optim.cpt._theta': ('optim/cpt.html#_theta', 'icml25nb/optim/cpt.py'),
                                     'icml25nb.optim.cpt.annealing_area': ('optim/cpt.html#annealing_area', 'icml25nb/optim/cpt.py'),
                                     'icml25nb.optim.cpt.cpt_law': ('optim/cpt.html#cpt_law', 'icml25nb/optim/cpt.py'),

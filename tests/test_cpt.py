@@ -148,6 +148,19 @@ def test_branches_with_the_same_schedule_give_the_same_losses():
         assert not np.array_equal(r["cpt"]["a"]["val"][d], r["cpt"]["x"]["val"][d])
 
 
+def test_shared_prefix_is_where_the_held_out_run_leaves_the_fitted_runs():
+    # issue 46 review: the WSD run equals the constant run up to its decay, so only its later evaluations are held out
+    peak, C, w = 1e-2, 160, 16
+    wsd = cpt.schedule_lrs("wsd", C, peak, w, decay_frac=0.2)
+    const, cos = cpt.schedule_lrs("constant", C, peak, w), cpt.schedule_lrs("cosine", C, peak, w)
+    n = cpt._shared_prefix(wsd, [const, cos])
+    assert np.array_equal(wsd[:n], const[:n]) and wsd[n] != const[n]
+    assert 0.7 * C <= n <= 0.85 * C  # the decay starts at 80% of the run
+    assert cpt._shared_prefix(wsd, [cos]) < n  # the cosine run leaves the plateau right after warm-up
+    assert cpt._shared_prefix(wsd, [wsd]) == C and cpt._shared_prefix(wsd, [wsd[:10]]) == 10
+    assert cpt._shared_prefix([1.0, 2.0], [[0.5, 2.0]]) == 0
+
+
 def test_runs_without_the_replayed_windows(monkeypatch):
     "old=False trains on the replay run's own new-domain windows, and on nothing in place of the old ones."
     seen = []

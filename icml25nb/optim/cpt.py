@@ -305,6 +305,18 @@ def _chain_loss(chain: MarkovChain, ids: np.ndarray, context: int, min_context: 
     return float(-np.log(chain.P[states, w[:, min_context:]]).mean())
 
 
+def _shared_prefix(lrs, others) -> int:
+    "How many leading steps `lrs` shares with the closest of `others` (same learning rates; the batches are shared)."
+    a = _lrs("lrs", lrs)
+    n = 0
+    for o in others:
+        o = _lrs("others", o)
+        m = min(len(a), len(o))
+        d = np.flatnonzero(a[:m] != o[:m])
+        n = max(n, int(d[0]) if len(d) else m)
+    return n
+
+
 def experiment(scale: str = "fast", seed: int = 0) -> dict:
     "PT then CPT of a tiny transformer on two Markov chains; fits of the CPT law; forgetting against replay."
     cfg = SCALE_CONFIG[check_scale(scale)]
@@ -330,6 +342,11 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     floors = {"pt": chain.entropy_rate, "cpt": chain_new.entropy_rate}
     res = dict(config=dict(cfg), lam=lam, floor_pt=floors["pt"], floor_cpt=floors["cpt"], log_vocab=math.log(cfg["vocab"]))
     fits = {}
+    # the WSD run's learning rates and batches equal a fitted run's (the constant one) up to WSD's decay, so its losses
+    # there are a fitted curve's: only the evaluations after that shared stretch are out of sample (issue 46 review)
+    shared = _shared_prefix(wsd, [runs["constant"][0], runs["cosine"][0]])
+    tail = run["cpt"]["wsd"]["step"] > shared
+    res["wsd_shared_steps"], res["wsd_tail_evals"], res["wsd_evals"] = shared, int(tail.sum()), int(len(tail))
     for dom in ("pt", "cpt"):
         curves = law_curves(run, dom, lam, names=("constant", "cosine", "wsd"), pt_warmup=cfg["warmup"])
         law = fit_cpt_law(curves, "wsd", floor=floors[dom])
@@ -339,6 +356,12 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         res[f"mape_wsd_{dom}"] = law["mape"]["wsd"]
         res[f"mape_wsd_{dom}_no_shift"] = no_shift["mape"]["wsd"]
         res[f"mape_fitted_{dom}"] = max(law["mape"][k] for k in law["fitted"])
+        y = curves["wsd"]["loss"]
+        for key, f in (("", law), ("_no_shift", no_shift)):
+            ape = np.abs(f["pred"]["wsd"] - y) / y
+            res[f"mape_wsd_tail_{dom}{key}"] = float(ape[tail].mean())
+            # the part of the whole-run MAPE that comes from the shared (in-sample) evaluations
+            res[f"in_sample_share_{dom}{key}"] = float(ape[~tail].sum() / ape.sum())
         res[f"params_{dom}"] = law["params"]
         res[f"params_{dom}_no_shift"] = no_shift["params"]
         res[f"params_{dom}_unbounded"] = unbounded["params"]
@@ -349,6 +372,8 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         res[f"synthetic_mape_{dom}"] = fit_cpt_law(synth, "wsd", floor=floors[dom])["mape"]["wsd"]
     res["mape_wsd"] = max(res["mape_wsd_pt"], res["mape_wsd_cpt"])
     res["mape_wsd_no_shift"] = max(res["mape_wsd_pt_no_shift"], res["mape_wsd_cpt_no_shift"])
+    res["mape_wsd_tail"] = max(res["mape_wsd_tail_pt"], res["mape_wsd_tail_cpt"])
+    res["mape_wsd_tail_no_shift"] = max(res["mape_wsd_tail_pt_no_shift"], res["mape_wsd_tail_cpt_no_shift"])
     res["asymptote_gap"] = min(res["asymptote_gap_pt"], res["asymptote_gap_cpt"])
     res["asymptote_gap_unbounded"] = min(res["asymptote_gap_pt_unbounded"], res["asymptote_gap_cpt_unbounded"])
     res["mape_fitted"] = max(res["mape_fitted_pt"], res["mape_fitted_cpt"])
@@ -426,9 +451,9 @@ def plots(result: dict) -> dict:
     return {"cpt": fig}
 
 # %% ../../nbs/optim/06_cpt.ipynb #65808c4e
-_PREREG = ("thresholds fixed 2026-12-06 (issue 46) before any run of the corrected branch start (each CPT run from a "
-           "copy of the PT optimiser state): 3% from issue 29, 0 for the signs (derived); the values of seeds 0-3 are "
-           "in the registration file")
+_PREREG = ("thresholds fixed 2026-12-05 (issue 29's preregistration), before the corrected branch start (each CPT run "
+           "from a copy of the PT optimiser state) existed: 3% from issue 29, 0 for the signs (derived); kept unchanged "
+           "at the registration of 2026-12-06 (issue 46); the values of seeds 0-3 are in the registration file")
 CLAIMS = [
     Claim("law_predicts_held_out_schedule", "Fitted (per validation set) on the PT curve and the constant and cosine CPT "
           "curves, the CPT law (Eq. 4) predicts the held-out WSD CPT run's old- and new-domain validation losses with "
@@ -438,6 +463,18 @@ CLAIMS = [
                         "Eq. 4) that the CPT law extends with its distribution-shift term: the same fit with B = 0, on the "
                         "same curves, with the same bounds and starts",
           basis="3% fixed by issue 29 before any run (the paper reports fits with R^2 ~ 0.99 and no MAPE); " + _PREREG),
+    Claim("law_predicts_held_out_tail", "The same fits as law_predicts_held_out_schedule predict the held-out WSD CPT "
+          "run's old- and new-domain validation losses with MAPE at most 3% over its out-of-sample evaluations only: "
+          "those after the stretch where its learning rates and batches equal a fitted run's (the constant run, up to "
+          "WSD's decay; the boundary is computed from the schedules) (the larger of the two MAPEs)", "mape_wsd_tail",
+          "<=", 0.03, kind="paper", control="mape_wsd_tail_no_shift", source="issue 46", tests="paper",
+          control_basis="as for law_predicts_held_out_schedule: the annealing law of Tissue et al. 2024 that the CPT "
+                        "law extends, i.e. the same fit with B = 0, on the same curves, scored on the same evaluations",
+          basis="issue 46 review: law_predicts_held_out_schedule scores 20 WSD evaluations of which 16 lie in the "
+                "stretch the WSD run shares with the fitted constant run (identical losses and areas, so the law's "
+                "'prediction' there is its fit); this claim, beside it, scores the other 4. Threshold 3% from issue 29, "
+                "unchanged. Registered (2026-12-06, registration 2) after the reviewer's seed-0 look: law 1.53% / 0.84% "
+                "(old / new domain), control 14.4% / 4.9%"),
     Claim("replay_shrinks_forgetting", "The old-domain loss rises during CPT, and the rise shrinks as replay grows "
           "0 -> 0.1 -> 0.25: min(r0, r0 - r0.1, r0.1 - r0.25) > 0, r = loss at the end of the WSD CPT run minus at the "
           "transfer", "forgetting_order_pt", ">", 0.0, kind="paper", control="forgetting_order_pt_no_old",
@@ -457,10 +494,12 @@ CLAIMS = [
                         "difference where the 0.25 run keeps its new-domain windows and loses its replayed old-domain "
                         "windows",
           basis="issue 46: the old-domain rise without replay against with replay, head to head; threshold 0.05 nats "
-                "fixed on seed 0 only, before seeds 1-15 of the corrected code were run, as a bar between the replay effect and its ablation "
-                "rather than the sign: on seed 0 the ablation (the replayed windows removed) also shrinks the rise, by "
-                "0.011 nats (order metric 0.002), against 0.509 with replay (order metric 0.243); 0.05 is about the "
-                "geometric mean of the two effects (0.075 and 0.023), rounded down; the claim above keeps its sign threshold as first written"),
+                "chosen after seeing seed 0 of the corrected code (and only seed 0; seeds 1-15 of the corrected code "
+                "were run after it was fixed), as a bar between the replay effect and its ablation rather than the sign: "
+                "on seed 0 the ablation (the replayed windows removed) also shrinks the rise, by 0.011 nats (order "
+                "metric 0.002), against 0.509 with replay (order metric 0.243); 0.05 is a round number between the two "
+                "seed-0 effects, below their geometric mean (0.075), not the output of a formula; the claim above keeps "
+                "its sign threshold as first written"),
     Claim("asymptote_above_floor", "The fitted asymptote L0 + min(B, 0) of the law (floor-bounded L0) is not below the "
           "entropy-rate floor of its validation set (smaller gap of the two sets, nats)", "asymptote_gap", ">=", -1e-9,
           kind="paper", control="asymptote_gap_unbounded", source="derived", tests="proxy",
