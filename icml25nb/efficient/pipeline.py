@@ -1700,6 +1700,7 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         predicted_bubble=pred_b.tolist(), bubble_max_rel_error=float(np.abs(pred_b / meas - 1).max()),
         bubble_spearman=float(spearmanr(pred_b, meas)[0]))
     res["timings"]["load_end"] = os.getloadavg()[0]
+    res["timings"]["load_max"] = max(res["timings"]["load_start"], res["timings"]["load_end"])
     return res
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #6613c8c8
@@ -1775,8 +1776,8 @@ _EXH = ("the paper's ingredient (searching schedule, stage count and split toget
         "in the same simulator, over the same reference")
 _LOADRULE = ("; a timed claim: it presumes an otherwise idle 2-core machine. The registered verdict is over all "
              "seeds; the chapter also reports, separately, the verdict on the seeds whose load average "
-             "(os.getloadavg()[0], timings.load_start and timings.load_end) stayed below 2.5 at both ends (rule written "
-             "before registration 2's sweep). tests='proxy' since registration 2: the paper states no simulator "
+             "(os.getloadavg()[0], timings.load_start and timings.load_end) stayed below 2.5 at both ends, the check "
+             "machine_quiet (rule written before registration 2's sweep). tests='proxy' since registration 2: the paper states no simulator "
              "accuracy; the +-30% is the brief's proposal")
 _TOOLS = ("the paper compares Pfeife with existing pipelining tools (abstract: 'outperforms state-of-the-art tools by up "
           "to 22%'); the control is what such a tool does by default: DeepSpeed's parameter-balanced split "
@@ -1909,6 +1910,13 @@ for _m, _name in (("unet", "U-Net"), ("transformer", "transformer"), ("chain", "
         basis="the whole planner runs the same 1F1B search first and keeps it unless something faster is found, so "
               "the ratio is at most 1 by construction and only a margin can fail; " + _H2H,
         control_basis=_EXH + " (reference: the 1F1B-only search)"))
+CLAIMS.append(Claim(
+    "machine_quiet", "The timed claims' premise: the machine was otherwise idle during the seed (the larger of the "
+    "load averages at the seed's start and end, os.getloadavg()[0], is below 2.5 on the 2-core machine)",
+    "timings.load_max", "<", 2.5, kind="check",
+    basis="the rule for the timed claims, written before registration 2's sweep: their verdict is reported on all "
+          "seeds (the registered one) and, separately, on the seeds where this check passes; a wall-clock premise, "
+          "so like the timed claims it stays out of the contract; it records each seed's load in the sweep file"))
 CLAIMS.append(Claim(
     "sim_predicts_step_time_bubble", "As sim_predicts_step_time (the simulator within +-30% of each of the 5 timed "
     "plans' median step time), against the closed-form bubble model", "timings.sim_max_rel_error", "<=", 0.30,
