@@ -59,6 +59,18 @@ def test_plan_balanced_is_the_min_max_parameter_split():
     assert worst(got) == pytest.approx(worst(best), rel=1e-12) and len(got) == 2
 
 
+def test_plan_time_balanced_is_the_min_max_compute_split():
+    prof = PL.synthetic_profile("transformer", 14, seed=2)
+    w = prof.t_fwd + prof.t_bwd
+    cost = lambda sp: max(w[a:b].sum() for a, b in zip((0, *sp), (*sp, prof.n)))
+    best = min(cost(sp) for sp in itertools.combinations(range(1, prof.n), 3))
+    tb = PL.plan_time_balanced(prof, 4)
+    assert len(tb) == 3 and list(tb) == sorted(set(tb)) and cost(tb) == pytest.approx(best, rel=1e-12)
+    assert PL.plan_time_balanced(prof, 1) == ()
+    with pytest.raises(ValueError, match="n_stages"):
+        PL.plan_time_balanced(prof, prof.n + 1)
+
+
 def test_plan_pfeife_starts_with_1f1b_and_keeps_limits():
     prof = PL.synthetic_profile("unet", 48, seed=5)
     D, B = 4, 8

@@ -179,3 +179,16 @@ def test_pfeife_family_is_the_authors_set_and_runs():
         for name in PL.pfeife_schedules(S, 4, 8):  # every member is a deadlock-free schedule of every op
             t, mem = PL.simulate(prof, PL.plan_even(prof, S), 4, 8, name)
             assert np.isfinite(t) and t > 0 and mem.shape == (4,)
+
+
+def test_bubble_model_by_hand():
+    # uniform stages, no transfers: (M + D - 1)(t_f + t_b) for 1F1B, (M v + D - 1) t for v stages per device
+    prof = PL.Profile(np.full(8, 1.0), np.full(8, 2.0), np.zeros(8), np.zeros(8), [(i, i + 1) for i in range(7)],
+                      np.zeros(7))
+    assert PL.bubble_model_time(prof, PL.Plan((4,), "1f1b", 2, 2, 8), 1e9, 0.0) == pytest.approx(9 * 12)
+    assert PL.bubble_model_time(prof, PL.Plan((2, 4, 6), "interleaved", 4, 2, 8), 1e9, 0.0) == pytest.approx(
+        (8 * 2 + 1) * 6)
+    # a boundary's bytes cost 2 x (latency + bytes / bandwidth) on the stage that sends them
+    prof.edge_bytes[3] = 1e6
+    t = PL.bubble_model_time(prof, PL.Plan((4,), "1f1b", 2, 2, 8), 1e9, 1e-3)
+    assert t == pytest.approx(9 * (12 + 2 * (1e-3 + 1e-3)))

@@ -29,9 +29,9 @@ from ..core import (Chapter, Claim, check_int, check_positive, check_scale, chec
 __all__ = ['DEFAULT_BANDWIDTH', 'DEFAULT_LATENCY', 'RESERVE', 'SCHEDULES', 'ROUTINGS', 'SCALE_CONFIG', 'CLAIMS', 'CHAPTER',
            'Profile', 'synthetic_profile', 'pfeife_schedule', 'schedule_order', 'pfeife_schedules', 'Template',
            'schedule_template', 'plan_weights', 'plan_memory', 'evaluate_plans', 'simulate', 'schedule_times', 'Plan',
-           'plan_even', 'plan_random', 'plan_balanced', 'plan_dp', 'min_peak_memory', 'plan_search', 'plan_pfeife',
-           'plan_exhaustive', 'profile_graph', 'contiguous_grad', 'split_graph', 'MLPChain', 'SkipMLP', 'run_pipeline',
-           'experiment', 'plots']
+           'plan_even', 'plan_random', 'plan_balanced', 'plan_time_balanced', 'plan_dp', 'min_peak_memory',
+           'plan_search', 'plan_pfeife', 'plan_exhaustive', 'profile_graph', 'contiguous_grad', 'split_graph',
+           'MLPChain', 'SkipMLP', 'run_pipeline', 'bubble_model_time', 'experiment', 'plots']
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #4a0b7091
 DEFAULT_BANDWIDTH = 12e9  # bytes/s of a simulated link (about PCIe 4.0 x16 in practice)
@@ -41,6 +41,7 @@ SCHEDULES = ("gpipe", "1f1b", "interleaved")
 ROUTINGS = ("direct", "chain")
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #21ee485b
+# ===== Part 1, the profiler: Profile, synthetic_profile (profile_graph, torch.fx capture: "Part 1, continued") =====
 @dataclass
 class Profile:
     """A model as the planner sees it: nodes in a topological order (the order of the traced graph), each with its
@@ -224,6 +225,7 @@ def synthetic_profile(kind: str = "transformer", n_nodes: int = 48, seed: int = 
                    kind=kind)
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #3f7a76c3
+# ===== Part 2, the cost model and simulator: schedules, the schedule DAG, plan_weights, plan_memory, simulate =====
 def pfeife_schedule(loop_batch: int, prefetch_fwd: int) -> str:
     "The name of one member of the authors' schedule family (`scheduler.py` PipeSchedParams), e.g. 'pfeife-lb4-pf1'."
     return f"pfeife-lb{check_int('loop_batch', loop_batch, 1)}-pf{check_int('prefetch_fwd', prefetch_fwd, 0)}"
@@ -629,6 +631,7 @@ def schedule_times(profile: Profile, splits, n_devices: int, n_micro: int, sched
     return out
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #17c1578d
+# ===== Part 3, the planner: plan_even, plan_balanced, plan_time_balanced, plan_random, plan_dp, plan_search, plan_pfeife, plan_exhaustive =====
 @dataclass
 class Plan:
     "A pipeline plan: where stages start, how many, which schedule; with its simulated time and memory."
@@ -685,19 +688,14 @@ def plan_random(profile: Profile, n_stages: int, rng: np.random.Generator) -> tu
     return tuple(int(x) for x in np.sort(rng.choice(np.arange(1, profile.n), S - 1, replace=False)))
 
 
-def plan_balanced(profile: Profile, n_stages: int) -> tuple:
-    """The parameter-balanced split (DeepSpeed's default `partition_method="parameters"`): contiguous stages whose
-    largest parameter count is as small as possible (exact, by dynamic programming over prefix sums; ties keep the
-    earliest cut)."""
-    _check_profile(profile)
-    S = check_int("n_stages", n_stages, 1)
-    n = profile.n
-    if S > n:
-        raise ValueError(f"n_stages must be at most the number of nodes ({n}), got {S}")
-    cp = np.concatenate([[0.0], np.cumsum(profile.param_bytes)])
+def _minmax_split(weights, S: int) -> tuple:
+    """The contiguous split of nodes with these weights into S stages whose heaviest stage is as light as possible
+    (exact, by dynamic programming over prefix sums; ties keep the earliest cut)."""
+    n = len(weights)
+    cw = np.concatenate([[0.0], np.cumsum(weights)])
     a, b = np.arange(n + 1)[:, None], np.arange(n + 1)[None, :]
-    w = np.where(b > a, cp[b] - cp[a], np.inf)  # parameters of the stage [a, b)
-    best = w[0].copy()  # best[b]: least largest stage of nodes [0, b) in s + 1 stages
+    w = np.where(b > a, cw[b] - cw[a], np.inf)  # weight of the stage [a, b)
+    best = w[0].copy()  # best[b]: least heaviest stage of nodes [0, b) in s + 1 stages
     args = []
     for _ in range(1, S):
         cand = np.maximum(best[:, None], w)
@@ -709,6 +707,29 @@ def plan_balanced(profile: Profile, n_stages: int) -> tuple:
         b = int(arg[b])
         pts.append(b)
     return tuple(pts[::-1])
+
+
+def plan_balanced(profile: Profile, n_stages: int) -> tuple:
+    """The parameter-balanced split (DeepSpeed's default `partition_method="parameters"`): contiguous stages whose
+    largest parameter count is as small as possible (exact, by dynamic programming over prefix sums; ties keep the
+    earliest cut)."""
+    _check_profile(profile)
+    S = check_int("n_stages", n_stages, 1)
+    if S > profile.n:
+        raise ValueError(f"n_stages must be at most the number of nodes ({profile.n}), got {S}")
+    return _minmax_split(profile.param_bytes, S)
+
+
+def plan_time_balanced(profile: Profile, n_stages: int) -> tuple:
+    """The time-balanced split, what a reader with a profile does (torchgpipe's `balance_by_time`, PipeDream's
+    balanced stages): contiguous stages whose largest compute time per micro-batch (forward + backward, transfers
+    not counted) is as small as possible (exact, by the same dynamic programme; ties keep the earliest cut)."""
+    _check_profile(profile)
+    S = check_int("n_stages", n_stages, 1)
+    if S > profile.n:
+        raise ValueError(f"n_stages must be at most the number of nodes ({profile.n}), got {S}")
+    return _minmax_split(profile.t_fwd + profile.t_bwd, S)
+
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #a648bbf0
 def _stage_table(profile: Profile, B: int, D: int, schedule: str, bandwidth: float, latency: float):
@@ -1033,6 +1054,7 @@ def plan_exhaustive(profile: Profile, n_devices: int, n_micro: int, schedule: st
                       latency=latency, routing=routing)
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #dc5c1933
+# ===== Part 1, continued, the profiler: torch.fx capture and per-node profiling (profile_graph) =====
 def _nbytes(x) -> float:
     "Bytes of the tensors in `x` (a tensor, or a tuple/list of them; anything else counts 0)."
     if isinstance(x, torch.Tensor):
@@ -1146,6 +1168,7 @@ def profile_graph(model, example, reps: int = 5) -> Profile:
                    np.asarray([eb[e] for e in order]), input_bytes=inp, names=[n.name for n in nodes], kind="traced")
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #4c7ab9fb
+# ===== Part 4, the distributed runner: split_graph, demo models, run_pipeline (gloo, torch.distributed.pipelining) =====
 class _ContiguousGrad(torch.autograd.Function):
     "Identity whose backward makes the gradient contiguous (gloo receives only into contiguous buffers)."
 
@@ -1459,6 +1482,7 @@ def run_pipeline(model, plan, batch, world_size: int = 2, dtype=torch.float64, s
                 cpus=[res["cpus"] for res in results])
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #197b0035
+# ===== The experiment and the claims =====
 SCALE_CONFIG = {
     "fast": dict(n_nodes=48, n_devices=4, n_micro=8, n_random=16, mem_slack=1.1,
                  run_widths=(128, 2048, 128, 2048, 128, 2048, 128, 2048, 128), run_rows=256, run_micro=8, run_steps=5,
@@ -1488,12 +1512,39 @@ def _fit_link(comm: dict) -> tuple[float, float]:
     return 1.0 / max(slope, 1e-15), max(float(icpt), 0.0)
 
 
+def bubble_model_time(profile: Profile, plan: Plan, bandwidth: float, latency: float) -> float:
+    """The closed-form bubble model of a pipeline step (Megatron-LM's (M v + D - 1) t for v uniform stages per
+    device, written for uneven stages): M x the busiest device's summed stage cycles + (D - 1) x the longest stage
+    cycle, where a stage's cycle is its forward + backward compute per micro-batch plus 2 x (latency + bytes /
+    bandwidth) for every boundary it sends across (activation forward, gradient back). Stage s runs on device
+    s mod D; no dependency graph."""
+    _check_profile(profile)
+    S, D, M = plan.n_stages, plan.n_devices, plan.n_micro
+    bounds = [0, *plan.splits, profile.n]
+    cf = np.concatenate([[0.0], np.cumsum(profile.t_fwd + profile.t_bwd)])
+    cyc = np.zeros(S)
+    for s in range(S):
+        a, b = bounds[s], bounds[s + 1]
+        cyc[s] = cf[b] - cf[a]
+        if s < S - 1:  # the tensors that leave stage s forward (any edge from inside [a, b) to a later stage)
+            sent = sum(w for (i, j), w in zip(profile.edges, profile.edge_bytes) if a <= i < b <= j)
+            if sent > 0:
+                cyc[s] += 2 * (latency + sent / bandwidth)
+    per_device = np.array([cyc[d::D].sum() for d in range(D)])
+    return float(M * per_device.max() + (D - 1) * cyc.max())
+
+
 def _planning(profile: Profile, cfg: dict, rng) -> dict:
     """Even, parameter-balanced, the authors' starting split, random, searched, exhaustive (and DP for chains) plans
     of one profile, one stage per device, 1F1B; and the authors' whole planner (stage counts D..3D, their schedules)."""
     D, B = cfg["n_devices"], cfg["n_micro"]
     even = simulate(profile, plan_even(profile, D), D, B)[0]
     balanced = simulate(profile, plan_balanced(profile, D), D, B)[0]
+    time_bal = simulate(profile, plan_time_balanced(profile, D), D, B)[0]
+    # a reader's best with torch's schedules: GPipe and 1F1B on the time-balanced split, interleaved 1F1B on the
+    # time-balanced split into 2D stages; the fastest of the three
+    torch_best = min(time_bal, simulate(profile, plan_time_balanced(profile, D), D, B, "gpipe")[0],
+                     simulate(profile, plan_time_balanced(profile, 2 * D), D, B, "interleaved")[0])
     tpl = schedule_template("1f1b", D, D, B, "adjacent" if profile.is_chain else "all")
     init = simulate(profile, _initial_split(profile, D, tpl, None, {}), D, B)[0]
     search = plan_search(profile, D, B)
@@ -1507,7 +1558,10 @@ def _planning(profile: Profile, cfg: dict, rng) -> dict:
                balanced=balanced, balanced_over_even=balanced / even, init=init, init_over_even=init / even,
                pfeife=pf.time, pfeife_schedule=pf.schedule, pfeife_stages=pf.n_stages, pfeife_splits=pf.splits,
                pfeife_evaluated=pf.evaluated, pfeife_over_even=pf.time / even, pfeife_over_search=pf.time / search.time,
-               pfeife_peak=max(pf.peak_mem))
+               pfeife_peak=max(pf.peak_mem), time_balanced=time_bal, time_balanced_over_even=time_bal / even,
+               pfeife_over_time_balanced=pf.time / time_bal, exhaustive_over_time_balanced=exh.time / time_bal,
+               exhaustive_over_search=exh.time / search.time, torch_best=torch_best,
+               torch_best_over_time_balanced=torch_best / time_bal, torch_best_over_search=torch_best / search.time)
     if profile.is_chain:
         dp = plan_dp(profile, D, B)
         out.update(dp=dp.time, dp_splits=dp.splits, search_over_dp=search.time / dp.time, even_over_dp=even / dp.time,
@@ -1572,7 +1626,7 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     gradients against one process."""
     cfg = SCALE_CONFIG[check_scale(scale)]
     seed = check_seed(seed)
-    res = dict(config=cfg, seed=seed, timings={})
+    res = dict(config=cfg, seed=seed, timings=dict(load_start=os.getloadavg()[0]))
     t0 = time.perf_counter()
     profiles = {k: synthetic_profile(k, cfg["n_nodes"], seed) for k in ("transformer", "unet", "chain")}
     plans = {}
@@ -1580,7 +1634,10 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         plans[k] = _planning(profiles[k], cfg, make_rng(seed, 11, len(plans)))
     res["planning"] = plans
     for k in plans:
-        for key in ("search_over_even", "random_over_even", "balanced_over_even", "pfeife_over_even"):
+        for key in ("search_over_even", "random_over_even", "balanced_over_even", "pfeife_over_even",
+                    "time_balanced_over_even", "pfeife_over_time_balanced", "exhaustive_over_time_balanced",
+                    "pfeife_over_search", "exhaustive_over_search", "torch_best_over_time_balanced",
+                    "torch_best_over_search"):
             res[f"{key}_{k}"] = plans[k][key]
     res["search_over_dp_chains"] = max(plans[k]["search_over_dp"] for k in ("transformer", "chain"))
     res["even_over_dp_chains"] = max(plans[k]["even_over_dp"] for k in ("transformer", "chain"))
@@ -1630,6 +1687,7 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     pred = np.array([simulate(prof, p.splits, 2, p.n_micro, p.schedule, bw, lat, "chain")[0] for p in timed])
     pred0 = np.array([simulate(prof, p.splits, 2, p.n_micro, p.schedule, bw, lat, "chain", comm=False)[0]
                       for p in timed])
+    pred_b = np.array([bubble_model_time(prof, p, bw, lat) for p in timed])
     from scipy.stats import spearmanr
     res["timings"].update(
         run_s=time.perf_counter() - t0, load_average=os.getloadavg()[0], cpus=out["cpus"], bandwidth=bw, latency=lat,
@@ -1638,7 +1696,11 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         predicted_nocomm=pred0.tolist(), step_times=[run["times"] for run in out["runs"][:k]],
         sim_max_rel_error=float(np.abs(pred / meas - 1).max()),
         nocomm_max_rel_error=float(np.abs(pred0 / meas - 1).max()),
-        sim_spearman=float(spearmanr(pred, meas)[0]), nocomm_spearman=float(spearmanr(pred0, meas)[0]))
+        sim_spearman=float(spearmanr(pred, meas)[0]), nocomm_spearman=float(spearmanr(pred0, meas)[0]),
+        predicted_bubble=pred_b.tolist(), bubble_max_rel_error=float(np.abs(pred_b / meas - 1).max()),
+        bubble_spearman=float(spearmanr(pred_b, meas)[0]))
+    res["timings"]["load_end"] = os.getloadavg()[0]
+    res["timings"]["load_max"] = max(res["timings"]["load_start"], res["timings"]["load_end"])
     return res
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #6613c8c8
@@ -1689,7 +1751,34 @@ def plots(result: dict) -> dict:
     return {"pipeline": fig}
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #9a936aeb
-_THRESH_ISSUE = "threshold 0.85 from the issue (the paper's up-to-22% over other tools is 0.82x; not its number for this comparison)"
+_BRIEF = ("threshold from the paper brief's proposal, preregistered with the chapter's design on 2026-12-05 before "
+          "seeds 4-15 were run (not the paper's number, and not issue 46's: issue 46 gives none): ")
+_Q085 = ("'On a heterogeneous synthetic profile with 4 simulated devices and 8 micro-batches, the beam plan should be "
+         "<= 0.85 x the even-split time' (the paper's up-to-22% over other tools is 0.82x; not its number for this "
+         "comparison)")
+_PREREG = ("; the 2026-12-05 preregistration's seeds 0-3 (fast scale, the chapter's code then): {}")
+_THRESH_ISSUE = _BRIEF + _Q085
+_KNOWN = ("; registered in issue 46 (registration 1) on the authors' whole planner knowing the outcome: the issue had "
+          "reported the authors' planner at 0.81, 0.65 and 0.76 of the even split (transformer, U-Net, chain) in an "
+          "outside run")
+_AFTER = ("; added at registration 2 (2026-12-06, issue 46 review) after registration 1's sweep and the reviewer's "
+          "numbers were seen")
+_TIMEBAL = ("the strongest simple alternative, what a reader with a profile does: the time-balanced split "
+            "(`plan_time_balanced`: contiguous stages whose largest forward + backward compute time is least, as "
+            "torchgpipe's balance_by_time aims for), 1F1B, the same profile and simulator; the reviewer measured it at "
+            "0.753 (U-Net, 16/16 seeds <= 0.85), 0.823 (transformer, 14/16), 0.953 (chain, 1/16) of the even split")
+_H2H = ("threshold 0.95 (at least 5% faster), fixed at registration 2 (2026-12-06) after registration 1's sweep was "
+        "seen (medians of the whole planner over the 1F1B search there: 0.98 transformer, 0.88 U-Net, 0.79 chain; the "
+        "time-balanced split then unmeasured): the outcome was known for the search comparison; not the paper's number")
+_EXH = ("the paper's ingredient (searching schedule, stage count and split together with the simulator) swapped for "
+        "what a reader with torch.distributed.pipelining and a profile would try: each of torch's schedules on a "
+        "time-balanced split (GPipe and 1F1B with D stages, interleaved 1F1B with 2D stages), the fastest of the three "
+        "in the same simulator, over the same reference")
+_LOADRULE = ("; a timed claim: it presumes an otherwise idle 2-core machine. The registered verdict is over all "
+             "seeds; the chapter also reports, separately, the verdict on the seeds whose load average "
+             "(os.getloadavg()[0], timings.load_start and timings.load_end) stayed below 2.5 at both ends, the check "
+             "machine_quiet (rule written before registration 2's sweep). tests='proxy' since registration 2: the paper states no simulator "
+             "accuracy; the +-30% is the brief's proposal")
 _TOOLS = ("the paper compares Pfeife with existing pipelining tools (abstract: 'outperforms state-of-the-art tools by up "
           "to 22%'); the control is what such a tool does by default: DeepSpeed's parameter-balanced split "
           "(partition_method='parameters', `plan_balanced`), 1F1B, the same profile and simulator; the count-based even "
@@ -1700,16 +1789,24 @@ CLAIMS = [
     Claim("search_beats_even_unet", "On the U-Net profile (skip connections across stages; 4 simulated devices, 8 "
           "micro-batches) the 1F1B-only search (one stage per device: a restricted Pfeife) gives a step time at most "
           "0.85x the count-based even split's", "search_over_even_unet", "<=", 0.85, kind="paper",
-          control="balanced_over_even_unet", source="issue 46", tests="proxy", basis=_THRESH_ISSUE,
+          control="balanced_over_even_unet", source="preregistered", tests="proxy",
+          basis=_THRESH_ISSUE + _PREREG.format("0.7795, 0.6847, 0.7803, 0.7495 (control then: random splits 1.288, "
+                                               "1.052, 1.008, 1.180)") + "; source 'issue 46' until registration 2",
           control_basis=_TOOLS + _STRAWMAN),
     Claim("search_beats_even_transformer", "On the transformer profile (a chain whose LM head costs about 4 MLP blocks; "
           "same setting) the 1F1B-only search's step time is at most 0.85x the even split's",
           "search_over_even_transformer", "<=", 0.85, kind="paper", control="balanced_over_even_transformer",
-          source="issue 46", tests="proxy", basis=_THRESH_ISSUE, control_basis=_TOOLS + _STRAWMAN),
+          source="preregistered", tests="proxy",
+          basis=_THRESH_ISSUE + _PREREG.format("0.8392, 0.8215, 0.8380, 0.8419 (control then: random splits 1.176, "
+                                               "1.109, 1.142, 1.141)") + "; source 'issue 46' until registration 2",
+          control_basis=_TOOLS + _STRAWMAN),
     Claim("search_near_dp_on_chains", "On chains (the transformer and a structureless chain), the 1F1B search's "
           "simulated step time is within 2% of the exact bottleneck dynamic programme's plan (worst of the two)",
-          "search_over_dp_chains", "<=", 1.02, kind="paper", control="init_over_dp_chains", source="issue 46",
-          tests="proxy", basis="threshold 1.02 from the issue (the brief's 'within 2% of the DP optimum')",
+          "search_over_dp_chains", "<=", 1.02, kind="paper", control="init_over_dp_chains", source="preregistered",
+          tests="proxy",
+          basis=_BRIEF + "'On chain profiles it should be within 2% of the DP optimum'" + _PREREG.format(
+              "1.0000, 1.0058, 0.9973, 1.0000 (control then: the even split 1.192, 1.224, 1.190, 1.188)")
+          + "; source 'issue 46' until registration 2",
           control_basis="the search removed: the authors' own starting split (memory-balanced buckets, "
                         "planner.py 1189-1269) over the DP plan, worst of the same two chains (before issue 46 the "
                         "control was the even split, which no planner starts from)"),
@@ -1726,36 +1823,38 @@ CLAIMS = [
                         "same limit (before issue 46: the even split)"),
     Claim("memory_limits_respected_repair", "The same, with this chapter's repair rule instead of the authors' "
           "(memory-invalid candidates kept in the beam, ranked after every valid one by how far they exceed the "
-          "limit)", "repair_peak_over_limit", "<", 1.0, kind="paper", control="free_peak_over_limit",
-          source="derived", tests="proxy",
-          basis="as memory_limits_respected; added by issue 46 beside it (the repair rule is this chapter's, not the "
-                "authors')",
-          control_basis="the same planner without the memory limit"),
+          "limit)", "repair_peak_over_limit", "<", 1.0, kind="check",
+          basis="validity is peak < 0.85 x capacity (threshold 1, as memory_limits_respected); added by issue 46 "
+                "beside it as a paper claim, a check since registration 2: it tests this chapter's repair rule, not "
+                "the authors' planner, so it counts in no reproduction tally"),
     Claim("pfeife_beats_even_unet", "On the U-Net profile (4 simulated devices, 8 micro-batches) the authors' whole "
           "planner (stage counts 4, 8, 12; their schedules: loop_batch, prefetch_fwd) gives a step time at most 0.85x "
           "the even split's (1F1B)", "pfeife_over_even_unet", "<=", 0.85, kind="paper",
-          control="balanced_over_even_unet", source="issue 46", tests="proxy", basis=_THRESH_ISSUE,
-          control_basis=_TOOLS),
+          control="balanced_over_even_unet", source="preregistered", tests="proxy", basis=_THRESH_ISSUE + _KNOWN
+          + "; source 'issue 46' until registration 2", control_basis=_TOOLS),
     Claim("pfeife_beats_even_transformer", "On the transformer profile, the authors' whole planner's step time is at "
           "most 0.85x the even split's", "pfeife_over_even_transformer", "<=", 0.85, kind="paper",
-          control="balanced_over_even_transformer", source="issue 46", tests="proxy", basis=_THRESH_ISSUE,
-          control_basis=_TOOLS),
+          control="balanced_over_even_transformer", source="preregistered", tests="proxy", basis=_THRESH_ISSUE + _KNOWN
+          + "; source 'issue 46' until registration 2", control_basis=_TOOLS),
     Claim("pfeife_beats_even_chain", "On the structureless chain profile, the authors' whole planner's step time is at "
           "most 0.85x the even split's", "pfeife_over_even_chain", "<=", 0.85, kind="paper",
-          control="balanced_over_even_chain", source="issue 46", tests="proxy", basis=_THRESH_ISSUE,
-          control_basis=_TOOLS),
+          control="balanced_over_even_chain", source="preregistered", tests="proxy", basis=_THRESH_ISSUE + _KNOWN
+          + "; source 'issue 46' until registration 2", control_basis=_TOOLS),
     Claim("sim_predicts_step_time", "On 2 CPU processes, the simulator (fitted gloo link, profiled nodes) predicts the "
           "median measured step time of each of 5 plans within +-30% (largest |predicted / measured - 1|)",
           "timings.sim_max_rel_error", "<=", 0.30, kind="paper", control="timings.nocomm_max_rel_error",
-          source="issue 46", tests="paper",
-          basis="threshold from the issue (the brief's +-30%); seeds 0-3 before issue 46: 0.295, 0.385, 0.288, 0.325 "
-                "(machine nearly idle)",
+          source="preregistered", tests="proxy",
+          basis=_BRIEF + "'the simulator's predicted time is within +-30% of measured'" + _PREREG.format(
+              "0.295, 0.385, 0.288, 0.325 (control 0.655, 0.647, 0.572, 0.661), machine nearly idle (load average "
+              "below 1)") + _LOADRULE,
           control_basis="the ingredient removed: the same simulator without communication (the paper's cost model "
                         "counts transfers; a compute-only model is the simple alternative)"),
     Claim("sim_ranks_plans", "The simulator ranks the 5 timed plans in the measured order (Spearman correlation of "
           "predicted and measured step times)", "timings.sim_spearman", ">=", 0.8, kind="paper",
-          control="timings.nocomm_spearman", source="issue 46", tests="paper",
-          basis="threshold from the issue; seeds 0-3 before issue 46: 1.0, 1.0, 1.0, 1.0",
+          control="timings.nocomm_spearman", source="preregistered", tests="proxy",
+          basis="threshold 0.8 fixed with the chapter's design on 2026-12-05 before seeds 4-15 were run (neither the "
+                "paper, the brief nor issue 46 gives one)" + _PREREG.format("1.0, 1.0, 1.0, 1.0 (control 0.4, 0.0, "
+                "0.0, 0.0), machine nearly idle") + _LOADRULE,
           control_basis="the same simulator without communication; the 5 plans include an interleaved one with many "
                         "transfers, which a compute-only model must misplace: this control is weak by design"),
     Claim("closed_form", "The simulator gives (M + p - 1)(t_f + t_b) for p uniform stages without transfers, GPipe and "
@@ -1771,8 +1870,67 @@ CLAIMS = [
           "grad_params_compared", ">=", 1.0, kind="check", basis="the gradient check must cover the whole model"),
     Claim("too_big_for_one_device", "The memory experiment's models need more than the limit on one device (smallest "
           "one-device peak / limit)", "one_device_over_limit", ">", 1.0, kind="check",
-          basis="the premise of memory_limits_respected"),
+          basis="the premise of memory_limits_respected; it can hardly fail: the limit is 1.1 x the least peak any "
+                "4-device split reaches, so one device's need over the limit is about 4 / 1.1 by construction "
+                "(measured 3.2-3.5); it guards against a broken memory model or setting, not a finding"),
 ]
+# registration 2 (issue 46 review): beside the registered claims, never instead of them
+_BUBBLE = ("a stronger model than the compute-only one: the closed-form bubble model (`bubble_model_time`, "
+           "Megatron-LM's (M v + D - 1) t for uneven stages: M x the busiest device's summed stage cycles + (D - 1) x "
+           "the longest stage cycle), with every stage boundary's transfers on the same fitted gloo link; no "
+           "dependency graph")
+_TWIN = "twin of {} with the stronger control; " + _THRESH_ISSUE + "{}" + _AFTER
+for _m, _name in (("unet", "U-Net"), ("transformer", "transformer"), ("chain", "structureless chain")):
+    CLAIMS.append(Claim(
+        f"pfeife_beats_even_{_m}_timebal", f"On the {_name} profile, the authors' whole planner's step time is at most "
+        "0.85x the even split's (as pfeife_beats_even_" + _m + "), against the time-balanced split",
+        f"pfeife_over_even_{_m}", "<=", 0.85, kind="paper", control=f"time_balanced_over_even_{_m}",
+        source="preregistered", tests="proxy", basis=_TWIN.format(f"pfeife_beats_even_{_m}", _KNOWN),
+        control_basis=_TIMEBAL))
+for _m, _name in (("unet", "U-Net"), ("transformer", "transformer")):
+    CLAIMS.append(Claim(
+        f"search_beats_even_{_m}_timebal", f"On the {_name} profile, the 1F1B-only search's step time is at most 0.85x "
+        "the even split's (as search_beats_even_" + _m + "), against the time-balanced split",
+        f"search_over_even_{_m}", "<=", 0.85, kind="paper", control=f"time_balanced_over_even_{_m}",
+        source="preregistered", tests="proxy", basis=_TWIN.format(f"search_beats_even_{_m}", ""),
+        control_basis=_TIMEBAL))
+for _m, _name in (("unet", "U-Net"), ("transformer", "transformer"), ("chain", "structureless chain")):
+    CLAIMS.append(Claim(
+        f"pfeife_beats_time_balanced_{_m}", f"On the {_name} profile, the authors' whole planner's step time is at "
+        "most 0.95x the time-balanced split's (1F1B, one stage per device)", f"pfeife_over_time_balanced_{_m}", "<=",
+        0.95, kind="paper", control=f"torch_best_over_time_balanced_{_m}", source="preregistered", tests="proxy",
+        basis="head to head with the strongest simple alternative; " + _H2H,
+        control_basis=_EXH + " (reference: the time-balanced split)"))
+for _m, _name in (("unet", "U-Net"), ("transformer", "transformer"), ("chain", "structureless chain")):
+    CLAIMS.append(Claim(
+        f"pfeife_beats_search_{_m}", f"On the {_name} profile, the authors' whole planner (stage counts D, 2D, 3D; "
+        "their schedule family) gives a step time at most 0.95x the 1F1B-only search's: searching schedule and split "
+        "together is the paper's ingredient", f"pfeife_over_search_{_m}", "<=", 0.95, kind="paper",
+        control=f"torch_best_over_search_{_m}", source="preregistered", tests="proxy",
+        basis="the whole planner runs the same 1F1B search first and keeps it unless something faster is found, so "
+              "the ratio is at most 1 by construction and only a margin can fail; " + _H2H,
+        control_basis=_EXH + " (reference: the 1F1B-only search)"))
+CLAIMS.append(Claim(
+    "machine_quiet", "The timed claims' premise: the machine was otherwise idle during the seed (the larger of the "
+    "load averages at the seed's start and end, os.getloadavg()[0], is below 2.5 on the 2-core machine)",
+    "timings.load_max", "<", 2.5, kind="check",
+    basis="the rule for the timed claims, written before registration 2's sweep: their verdict is reported on all "
+          "seeds (the registered one) and, separately, on the seeds where this check passes; a wall-clock premise, "
+          "so like the timed claims it stays out of the contract; it records each seed's load in the sweep file"))
+CLAIMS.append(Claim(
+    "sim_predicts_step_time_bubble", "As sim_predicts_step_time (the simulator within +-30% of each of the 5 timed "
+    "plans' median step time), against the closed-form bubble model", "timings.sim_max_rel_error", "<=", 0.30,
+    kind="paper", control="timings.bubble_max_rel_error", source="preregistered", tests="proxy",
+    basis="twin of sim_predicts_step_time with a stronger control; " + _BRIEF
+          + "'the simulator's predicted time is within +-30% of measured'" + _AFTER + _LOADRULE,
+    control_basis=_BUBBLE))
+CLAIMS.append(Claim(
+    "sim_ranks_plans_bubble", "As sim_ranks_plans (Spearman >= 0.8 between the simulator's and the measured step "
+    "times of the 5 timed plans), against the closed-form bubble model", "timings.sim_spearman", ">=", 0.8,
+    kind="paper", control="timings.bubble_spearman", source="preregistered", tests="proxy",
+    basis="twin of sim_ranks_plans, whose compute-only control fails partly by construction; threshold 0.8 fixed "
+          "with the chapter's design on 2026-12-05" + _AFTER + _LOADRULE,
+    control_basis=_BUBBLE))
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #3df993b9
 CHAPTER = register(Chapter(
