@@ -113,18 +113,83 @@ def test_extra_terms_match_an_explicit_jacobian():
     torch.testing.assert_close(FD.fdm_loss(model, ps, 0.7, exact=True, extra_terms=True), want)
 
 
-def test_reduction_and_its_lambda_zero_control():
-    "1 - new / base; the control compares CFM with itself, so it is 0 and fails every margin > 0."
+def test_reduction():
+    "1 - new / base."
     assert FD._reduction(2.0, 1.5) == pytest.approx(0.25)
     assert FD._reduction(2.0, 2.5) == pytest.approx(-0.25)
     assert FD._reduction(0.7, 0.7) == 0.0
 
 
+def test_the_control_replicate_differs_from_cfm_and_shares_its_data():
+    "The control's CFM replicate: another initialisation and batch stream, the same evaluation points."
+    kw = dict(steps=5, batch=16, hidden=8, log_every=5, layers=2)
+    m0, h0 = FD.train_flow("checkerboard", "cfm", seed=3, **kw)
+    m1, h1 = FD.train_flow("checkerboard", "cfm", seed=3, init_seed=3, **kw)
+    m2, h2 = FD.train_flow("checkerboard", "cfm", seed=3, init_seed=3 + FD.REPLICATE_OFFSET, **kw)
+    p = lambda m: torch.cat([q.detach().flatten() for q in m.parameters()])
+    torch.testing.assert_close(p(m0), p(m1))              # init_seed defaults to seed
+    assert not torch.allclose(p(m0), p(m2))               # a different network
+    # the evaluation batch follows seed, not init_seed: both runs' residuals are measured on the same points
+    e = FD.eval_batch("checkerboard", 3)
+    assert FD.residual_metric(m0, *e) == pytest.approx(h0[-1, 1], rel=1e-5)
+    assert FD.residual_metric(m2, *e) == pytest.approx(h2[-1, 1], rel=1e-5)
+
+
+def test_authors_schedule_and_options():
+    "Their warm-up (10 steps) and step decay (x0.999 every 10 steps); the options' bad values."
+    f = FD.authors_lr_factor
+    assert f(0) == pytest.approx(0.1) and f(4) == pytest.approx(0.5) and f(9) == 1.0
+    assert f(10) == pytest.approx(0.999) and f(1499) == pytest.approx(0.999 ** 149)
+    for bad, match in ((dict(lr_schedule="cosine"), "lr_schedule"), (dict(t_max=0.0), "t_max"),
+                       (dict(data_scale=-1.0), "data_scale"), (dict(layers=0), "layers")):
+        with pytest.raises(ValueError, match=match):
+            FD.train_flow("checkerboard", steps=1, **bad)
+    # t_max = 1 (theirs) trains without hitting the point mass at t = 1, on scaled data
+    m, h = FD.train_flow("checkerboard", "fdm", steps=3, batch=16, hidden=8, layers=4, log_every=3, t_max=1.0,
+                         data_scale=FD.AUTHORS_DATA_SCALE, lr_schedule="authors", extra_terms=True)
+    assert np.isfinite(h).all() and len(m.net) == 2 * 4 + 1
+
+
+@pytest.mark.parametrize("scale", [1.0, 1 / 0.45])
+def test_scaled_checkerboard_closed_forms(scale):
+    "p_t of the scaled checkerboard is a density, p_1 is the scaled data's, and the exact field matches Monte Carlo."
+    g = torch.linspace(-4.5 * scale, 4.5 * scale, 241, dtype=torch.float64)
+    X = torch.stack(torch.meshgrid(g, g, indexing="ij"), -1).reshape(-1, 2)
+    dA = float(g[1] - g[0]) ** 2
+    for t in (0.3, 0.8):
+        assert float(FD.checkerboard_path_density(X, torch.full((len(X),), t), scale).sum()) * dA == pytest.approx(1, abs=1e-3)
+    pts = torch.tensor([[0.5, 0.5], [0.5, 1.5]], dtype=torch.float64) * scale
+    torch.testing.assert_close(FD.checkerboard_path_density(pts, torch.full((2,), 0.9999), scale),
+                               torch.tensor([1 / 8, 0.0], dtype=torch.float64) / scale ** 2, atol=1e-3 / scale ** 2, rtol=0)
+    np.testing.assert_allclose(FD.checkerboard_density(pts.numpy(), scale), [1 / 8 / scale ** 2, 0.0])
+    field = FD.CheckerboardField(scale=scale)
+    x1s = torch.tensor(FD.sample_2d("checkerboard", 200_000, seed=3) * scale, dtype=torch.float64)
+    for t_, x_ in ((0.3, [0.4, -0.9]), (0.8, [1.1, 0.2])):
+        x_ = torch.tensor([x_], dtype=torch.float64) * scale
+        w = torch.softmax(-((x_ - t_ * x1s) ** 2).sum(1) / (2 * (1 - t_) ** 2), 0)
+        mc = ((w[:, None] * x1s).sum(0) - x_[0]) / (1 - t_)
+        torch.testing.assert_close(field(x_, torch.tensor([t_], dtype=torch.float64))[0], mc, atol=3e-2 * scale, rtol=0)
+    assert FD.marginal_bound(field, t_points=4, lim=3.5 * scale, n_grid=31, scale=scale)[0] <= 1e-3
+    # a wrong scale is caught: the unscaled field does not solve the scaled path's continuity equation
+    if scale != 1.0:
+        assert FD.marginal_bound(FD.CheckerboardField(), t_points=4, lim=3.5 * scale, n_grid=31, scale=scale)[0] > 0.1
+
+
+def test_fdm_gain_runs_a_setting():
+    "The factor study's measurement: an override of the configuration reaches the training."
+    out = FD.fdm_gain("fast", 0, steps=3, n_test=40, ll_steps=4, hidden=8, **FD.FACTORS["depth"])
+    assert set(out) == {"kl_cfm", "kl_fdm", "gain"} and np.isfinite(list(out.values())).all()
+    assert out["gain"] == pytest.approx(1 - out["kl_fdm"] / out["kl_cfm"])
+
+
 def test_the_checks_can_fail_on_an_untrained_network():
     "The bound's non-vacuity and the residual floor separate a trained field from an untrained one."
     torch.manual_seed(0)
-    model = FD.VelocityMLP(2, 128)
-    floor = FD.residual_metric(FD.CheckerboardField(), *FD.eval_batch("checkerboard", 0))
-    assert floor / FD.residual_metric(model, *FD.eval_batch("checkerboard", 0)) < 0.9   # conditional_residual_floor
-    assert FD.marginal_bound(model, t_points=8, n_grid=41)[0] >= 1.0                  # tv_bound_nonvacuous
-    assert FD.marginal_bound(FD.CheckerboardField(), t_points=8, n_grid=41)[0] <= 1e-3  # exact_field_bound_zero
+    cfg = FD.SCALE_CONFIG["fast"]
+    sc = cfg["data_scale"]
+    model = FD.VelocityMLP(2, cfg["hidden"], cfg["layers"])
+    ev = FD.eval_batch("checkerboard", 0, data_scale=sc)
+    floor = FD.residual_metric(FD.CheckerboardField(scale=sc), *ev)
+    assert floor / FD.residual_metric(model, *ev) < 0.9                                            # residual floor
+    assert FD.marginal_bound(model, t_points=8, lim=3.5 * sc, n_grid=41, scale=sc)[0] >= 1.0      # nonvacuous
+    assert FD.marginal_bound(FD.CheckerboardField(), t_points=8, n_grid=41)[0] <= 1e-3             # exact field

@@ -15,10 +15,12 @@ import torch.nn as nn
 from ..core import Chapter, Claim, check_int, check_scale, check_seed, make_rng, progress, register
 
 # %% auto #0
-__all__ = ['DATASETS', 'SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'PathSample', 'AffinePath', 'VelocityMLP', 'exact_divergence',
-           'hutchinson_divergence', 'cfm_loss', 'divergence_residual', 'fdm_loss', 'sample_2d', 'density_2d',
-           'euler_sample', 'log_likelihood', 'eval_batch', 'residual_metric', 'train_flow', 'checkerboard_path_density',
-           'marginal_bound', 'bound_and_tv', 'CheckerboardField', 'experiment', 'plots']
+__all__ = ['DATASETS', 'LR_SCHEDULES', 'AUTHORS_DATA_SCALE', 'SETTINGS', 'FACTORS', 'SCALE_CONFIG', 'REPLICATE_OFFSET', 'CLAIMS',
+           'CHAPTER', 'PathSample', 'AffinePath', 'VelocityMLP', 'exact_divergence', 'hutchinson_divergence',
+           'cfm_loss', 'divergence_residual', 'fdm_loss', 'sample_2d', 'density_2d', 'euler_sample', 'log_likelihood',
+           'eval_batch', 'residual_metric', 'authors_lr_factor', 'train_flow', 'checkerboard_path_density',
+           'checkerboard_density', 'marginal_bound', 'bound_and_tv', 'CheckerboardField', 'excess_nll', 'fdm_gain',
+           'experiment', 'plots']
 
 # %% ../../nbs/generative/02_flowdiv.ipynb #41b4250a
 @dataclass
@@ -223,10 +225,10 @@ def log_likelihood(model, x, steps: int = 100, batch: int = 4096) -> np.ndarray:
     return np.concatenate(out).astype(np.float64)
 
 # %% ../../nbs/generative/02_flowdiv.ipynb #a3f2dac9
-def eval_batch(name: str, seed: int = 0, n: int = 2048) -> tuple:
-    "A fixed (x_0, x_1, t) batch for the residual metric, drawn apart from the training data."
+def eval_batch(name: str, seed: int = 0, n: int = 2048, data_scale: float = 1.0) -> tuple:
+    "A fixed (x_0, x_1, t) batch for the residual metric, drawn apart from the training data (x_1 times `data_scale`)."
     ev = torch.Generator().manual_seed(10_000 + check_seed(seed))
-    x1 = torch.tensor(sample_2d(name, n, seed + 5000), dtype=torch.float32)
+    x1 = torch.tensor(sample_2d(name, n, seed + 5000) * data_scale, dtype=torch.float32)
     return torch.randn(n, 2, generator=ev), x1, torch.rand(n, generator=ev) * 0.999
 
 
@@ -237,26 +239,48 @@ def residual_metric(model, x0, x1, t) -> float:
     return float((ps.sigma * r).abs().mean().detach())
 
 
+LR_SCHEDULES = ("constant", "authors")
+
+
+def authors_lr_factor(k: int) -> float:
+    "The authors' learning-rate factor after k steps: a linear warm-up over 10 steps (pytorch_warmup's LinearWarmup) times 0.999 every 10 steps (StepLR)."
+    return min(1.0, (k + 1) / 10) * 0.999 ** (k // 10)
+
+
 def train_flow(name: str, method: str = "cfm", lam: float = 0.1, steps: int = 3000, batch: int = 512,
                lr: float = 1e-3, hidden: int = 128, seed: int = 0, log_every: int = 500,
-               extra_terms: bool = False) -> tuple:
+               extra_terms: bool = False, layers: int = 3, data_scale: float = 1.0,
+               lr_schedule: str = "constant", t_max: float = 0.999, init_seed: int | None = None) -> tuple:
     """Train a VelocityMLP on dataset `name` with CFM or FDM.
 
     Returns (model, history): rows (step, conditional residual E|sigma_t r|, NLL of 500 held-out points with 25 steps).
-    `extra_terms` (FDM only) adds the authors' script's two extra terms (see `fdm_loss`)."""
+    `extra_terms` (FDM only) adds the authors' script's two extra terms (see `fdm_loss`); `layers` is the number of
+    hidden layers; `data_scale` multiplies the data (the authors' checkerboard is ours divided by 0.45); `lr_schedule`
+    'authors' is their script's: a 10-step linear warm-up and the learning rate times 0.999 every 10 steps; t is drawn
+    uniformly on [0, t_max) (the authors': [0, 1)). `init_seed` (default `seed`) seeds the initialisation, the batches
+    and the probes only: a second run with another `init_seed` is a replicate on the same data and evaluation points."""
     if method not in ("cfm", "fdm"):
         raise ValueError(f"method must be 'cfm' or 'fdm', got {method!r}")
+    if lr_schedule not in LR_SCHEDULES:
+        raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {lr_schedule!r}")
+    if not (0 < t_max <= 1):
+        raise ValueError(f"t_max must lie in (0, 1], got {t_max!r}")
+    if not (data_scale > 0 and math.isfinite(data_scale)):
+        raise ValueError(f"data_scale must be positive, got {data_scale!r}")
     check_int("steps", steps, 1)
     seed = check_seed(seed)
-    torch.manual_seed(seed)
-    model = VelocityMLP(2, hidden)
+    init_seed = seed if init_seed is None else check_seed(init_seed)
+    torch.manual_seed(init_seed)
+    model = VelocityMLP(2, hidden, check_int("layers", layers, 1))
     opt = torch.optim.Adam(model.parameters(), lr=lr)
-    g = torch.Generator().manual_seed(seed)  # batches: the same for CFM and FDM
-    probe_gen = torch.Generator().manual_seed(seed + 1)  # FDM's Hutchinson probes, kept apart from the batches
-    data = torch.tensor(sample_2d(name, steps * batch if steps * batch <= 2_000_000 else 2_000_000, seed),
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, authors_lr_factor) if lr_schedule == "authors" else None
+    t_hi = min(t_max, 1 - 1e-6)  # t = 1 exactly is a point mass; float32 rand never returns 1 but t_max may be 1
+    g = torch.Generator().manual_seed(init_seed)  # batches: the same for CFM and FDM
+    probe_gen = torch.Generator().manual_seed(init_seed + 1)  # FDM's Hutchinson probes, kept apart from the batches
+    data = torch.tensor(sample_2d(name, steps * batch if steps * batch <= 2_000_000 else 2_000_000, seed) * data_scale,
                         dtype=torch.float32)
-    e0, e1, et = eval_batch(name, seed)
-    held_out = sample_2d(name, 500, seed + 6000)
+    e0, e1, et = eval_batch(name, seed, data_scale=data_scale)
+    held_out = sample_2d(name, 500, seed + 6000) * data_scale
     path, history = AffinePath(), []
     for it in progress(range(steps + 1), desc=f"training {method}"):
         if it % log_every == 0 or it == steps:
@@ -265,25 +289,33 @@ def train_flow(name: str, method: str = "cfm", lam: float = 0.1, steps: int = 30
         if it == steps:
             break
         x1 = data[torch.randint(0, len(data), (batch,), generator=g)]
-        ps = path.sample(torch.randn(batch, 2, generator=g), x1, torch.rand(batch, generator=g) * 0.999)
+        ps = path.sample(torch.randn(batch, 2, generator=g), x1, torch.rand(batch, generator=g) * t_hi)
         loss = (cfm_loss(model, ps) if method == "cfm"
                 else fdm_loss(model, ps, lam, generator=probe_gen, extra_terms=extra_terms))
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if sched is not None:
+            sched.step()
     return model, np.array(history)
 
 # %% ../../nbs/generative/02_flowdiv.ipynb #ceb2c14c
-def checkerboard_path_density(x, t) -> torch.Tensor:
-    "p_t(x) of the conditional-OT path from N(0, I) to the checkerboard, in closed form (differentiable in x and t)."
+def checkerboard_path_density(x, t, scale: float = 1.0) -> torch.Tensor:
+    """p_t(x) of the conditional-OT path from N(0, I) to the checkerboard (times `scale`: squares of side `scale`), in
+    closed form (differentiable in x and t)."""
     cells = torch.tensor([(i, j) for i in range(-2, 2) for j in range(-2, 2) if (i + j) % 2 == 0],
-                         dtype=x.dtype)
+                         dtype=x.dtype) * scale
     sig = (1 - t)[:, None, None]
     tt = t[:, None, None]
     Phi = lambda z: 0.5 * (1 + torch.erf(z / math.sqrt(2)))
     xx = x[:, None, :]
-    per_dim = (Phi((xx - tt * cells[None]) / sig) - Phi((xx - tt * (cells[None] + 1)) / sig)) / tt
+    per_dim = (Phi((xx - tt * cells[None]) / sig) - Phi((xx - tt * (cells[None] + scale)) / sig)) / (tt * scale)
     return per_dim.prod(2).mean(1)
+
+
+def checkerboard_density(xy, scale: float = 1.0) -> np.ndarray:
+    "The density of the checkerboard times `scale` at points xy (m, 2)."
+    return density_2d("checkerboard", np.asarray(xy, dtype=np.float64) / scale) / scale ** 2
 
 
 def _grid(lim, n_grid):
@@ -291,14 +323,15 @@ def _grid(lim, n_grid):
     return torch.stack(torch.meshgrid(g, g, indexing="ij"), -1).reshape(-1, 2), float(g[1] - g[0]) ** 2
 
 
-def marginal_bound(model, t_points: int = 20, lim: float = 3.5, n_grid: int = 71) -> tuple:
-    "For the checkerboard: (B_marg, per-t integrals ||div(p_t (u_t - v_t))||_1) on a grid with a midpoint rule in t."
+def marginal_bound(model, t_points: int = 20, lim: float = 3.5, n_grid: int = 71, scale: float = 1.0) -> tuple:
+    """For the checkerboard (times `scale`): (B_marg, per-t integrals ||div(p_t (u_t - v_t))||_1) on a grid over
+    [-lim, lim]^2 with a midpoint rule in t."""
     X, dA = _grid(lim, n_grid)
     per_t = []
     for k in range(t_points):
         t = torch.full((len(X),), (k + 0.5) / t_points, requires_grad=True)
         x = X.clone().requires_grad_(True)
-        p = checkerboard_path_density(x, t)
+        p = checkerboard_path_density(x, t, scale)
         dp_dx, dp_dt = torch.autograd.grad(p.sum(), (x, t))
         v, div_v = (a.detach() for a in exact_divergence(model, X, t.detach(), return_v=True))
         res = -dp_dt - p.detach() * div_v - (v * dp_dx).sum(1)
@@ -306,11 +339,12 @@ def marginal_bound(model, t_points: int = 20, lim: float = 3.5, n_grid: int = 71
     return 0.5 * float(np.mean(per_t)), np.array(per_t)
 
 
-def bound_and_tv(model, steps: int = 50, t_points: int = 20, lim: float = 3.5, n_grid: int = 71) -> dict:
+def bound_and_tv(model, steps: int = 50, t_points: int = 20, lim: float = 3.5, n_grid: int = 71,
+                 scale: float = 1.0) -> dict:
     "B_marg and TV(p_1, p_hat_1) on the same grid (p_hat_1 from the likelihood ODE with `steps` steps)."
-    B, per_t = marginal_bound(model, t_points, lim, n_grid)
+    B, per_t = marginal_bound(model, t_points, lim, n_grid, scale)
     X, dA = _grid(lim, n_grid)
-    p1 = density_2d("checkerboard", X.numpy())
+    p1 = checkerboard_density(X.numpy(), scale)
     p1_hat = np.exp(log_likelihood(model, X.numpy(), steps))
     tv = 0.5 * float(np.abs(p1 - p1_hat).sum()) * dA
     return dict(bound=B, tv=tv, per_t=per_t, mass_hat=float(p1_hat.sum() * dA),
@@ -318,18 +352,20 @@ def bound_and_tv(model, steps: int = 50, t_points: int = 20, lim: float = 3.5, n
 
 
 class CheckerboardField(nn.Module):
-    "The exact marginal velocity u_t(x) = (E[x_1 | x_t = x] - x) / (1 - t) of the conditional-OT path to the checkerboard."
-    def __init__(self, t_min: float = 1e-4):
+    """The exact marginal velocity u_t(x) = (E[x_1 | x_t = x] - x) / (1 - t) of the conditional-OT path to the
+    checkerboard (times `scale`)."""
+    def __init__(self, t_min: float = 1e-4, scale: float = 1.0):
         super().__init__()
-        self.dim, self.t_min = 2, t_min
+        self.dim, self.t_min, self.scale = 2, t_min, float(scale)
         self.register_buffer("cells", torch.tensor(
             [(i, j) for i in range(-2, 2) for j in range(-2, 2) if (i + j) % 2 == 0], dtype=torch.float64))
 
     def forward(self, x, t):
         dtype = x.dtype
         x, t = x.double(), t.double().clamp(self.t_min, 1 - 1e-9)[:, None, None]
-        s = (1 - t) / t                          # the posterior's std per coordinate before truncation
-        mu = x[:, None, :] / t
+        c = self.scale                           # x_1 = c y with y uniform on the unit squares
+        s = (1 - t) / (t * c)                    # the posterior std of y per coordinate before truncation
+        mu = x[:, None, :] / (t * c)
         a = (self.cells[None] - mu) / s          # each square's sides, standardised: (n, 8, 2)
         b = a + 1 / s
         flip = (a + b) > 0                       # Phi(b) - Phi(a) = Phi(-a) - Phi(-b): stay in the lower tail
@@ -339,13 +375,29 @@ class CheckerboardField(nn.Module):
         log_phi = lambda z: -0.5 * z * z - 0.5 * math.log(2 * math.pi)
         mean = mu + s * (torch.exp(log_phi(a) - log_z) - torch.exp(log_phi(b) - log_z))
         w = torch.softmax(log_z.sum(2), dim=1)   # the posterior weight of each square
-        return (((w[:, :, None] * mean).sum(1) - x) / (1 - t[:, :, 0])).to(dtype)
+        return ((c * (w[:, :, None] * mean).sum(1) - x) / (1 - t[:, :, 0])).to(dtype)
 
 # %% ../../nbs/generative/02_flowdiv.ipynb #45163404
-SCALE_CONFIG = {
-    "fast": dict(steps=1500, batch=256, lam=0.1, hidden=128, n_test=2000, probes=10_000, ll_steps=50),
-    "full": dict(steps=20_000, batch=512, lam=0.1, hidden=256, n_test=10_000, probes=10_000, ll_steps=100),
+AUTHORS_DATA_SCALE = 1 / 0.45  # the authors' 2D script divides the checkerboard by 0.45
+# The training setting: `ours` is this chapter's first loop; `authors` is the authors' 2D script's
+# (flow_matching_2d_Synthetic_FDM/main_fm_2d.py) at our budget. FACTORS switches one of them at a time.
+SETTINGS = {
+    "ours": dict(layers=3, data_scale=1.0, lr_schedule="constant", t_max=0.999, extra_terms=False),
+    "authors": dict(layers=4, data_scale=AUTHORS_DATA_SCALE, lr_schedule="authors", t_max=1.0, extra_terms=True),
 }
+FACTORS = {
+    "depth": dict(layers=4),                                # 4 hidden layers, as theirs (3 in ours)
+    "data scale": dict(data_scale=AUTHORS_DATA_SCALE),      # the checkerboard / 0.45: squares of side 2.22
+    "schedule": dict(lr_schedule="authors", t_max=1.0),     # 10-step warm-up, x0.999 every 10 steps; t on [0, 1)
+    "loss": dict(extra_terms=True),                         # their script's two extra terms, per-coordinate CFM
+}
+SCALE_CONFIG = {
+    "fast": dict(steps=1500, batch=256, lam=0.1, hidden=128, n_test=2000, probes=10_000, ll_steps=50,
+                 **SETTINGS["authors"]),
+    "full": dict(steps=20_000, batch=512, lam=0.1, hidden=512, n_test=10_000, probes=10_000, ll_steps=100,
+                 **SETTINGS["authors"]),
+}
+REPLICATE_OFFSET = 100_000  # the control's CFM replicate: init_seed = seed + this
 
 
 def _reduction(base: float, new: float) -> float:
@@ -353,26 +405,56 @@ def _reduction(base: float, new: float) -> float:
     return float(1 - new / base)
 
 
+def _train(cfg: dict, method: str, seed: int, init_seed: int | None = None, log_every: int | None = None):
+    "train_flow on the checkerboard with a configuration's setting."
+    return train_flow("checkerboard", method, cfg["lam"], cfg["steps"], cfg["batch"], hidden=cfg["hidden"], seed=seed,
+                      log_every=log_every or max(1, cfg["steps"] // 6),
+                      extra_terms=cfg["extra_terms"] and method == "fdm", layers=cfg["layers"],
+                      data_scale=cfg["data_scale"], lr_schedule=cfg["lr_schedule"], t_max=cfg["t_max"],
+                      init_seed=init_seed)
+
+
+def excess_nll(model, cfg: dict, seed: int) -> float:
+    "Test NLL minus the data's entropy log 8 + 2 log(scale): an estimate of KL(p_1 || p_hat_1) (exact divergence)."
+    s = cfg["data_scale"]
+    test = sample_2d("checkerboard", cfg["n_test"], seed=seed + 1000) * s
+    return float(-log_likelihood(model, test, cfg["ll_steps"]).mean()) - (math.log(8) + 2 * math.log(s))
+
+
+def fdm_gain(scale: str = "fast", seed: int = 0, **setting) -> dict:
+    """The factor study's measurement: CFM and FDM trained in one setting (the configuration of `scale` with `setting`
+    overriding it); their excess NLL and FDM's reduction of it, 1 - KL_FDM / KL_CFM."""
+    cfg = {**SCALE_CONFIG[check_scale(scale)], **setting}
+    seed = check_seed(seed)
+    kl = {m: excess_nll(_train(cfg, m, seed, log_every=cfg["steps"])[0], cfg, seed) for m in ("cfm", "fdm")}
+    return dict(kl_cfm=kl["cfm"], kl_fdm=kl["fdm"], gain=_reduction(kl["cfm"], kl["fdm"]))
+
+
 def experiment(scale: str = "fast", seed: int = 0) -> dict:
-    "Train CFM and FDM on the checkerboard; FDM against CFM (NLL, TV, the bound, residuals), checks of the bound and Hutchinson."
+    """Train CFM, FDM and a CFM replicate (another initialisation and batch stream) on the checkerboard in the authors'
+    setting; FDM against CFM and the replicate against CFM (NLL, TV, the bound, residuals); checks of the bound and
+    Hutchinson."""
     cfg = SCALE_CONFIG[check_scale(scale)]
     seed = check_seed(seed)
+    s = cfg["data_scale"]
+    lim = 3.5 * s  # the grid covers the same part of the (scaled) data as [-3.5, 3.5]^2 does at scale 1
     runs = {}
-    for method in ("cfm", "fdm"):
-        model, hist = train_flow("checkerboard", method, cfg["lam"], cfg["steps"], cfg["batch"],
-                                 hidden=cfg["hidden"], seed=seed, log_every=max(1, cfg["steps"] // 6))
-        bt = bound_and_tv(model, cfg["ll_steps"])
+    for name, method, init_seed in (("cfm", "cfm", None), ("fdm", "fdm", None),
+                                    ("cfm_replicate", "cfm", seed + REPLICATE_OFFSET)):
+        model, hist = _train(cfg, method, seed, init_seed)
+        bt = bound_and_tv(model, cfg["ll_steps"], lim=lim, scale=s)
         k = len(bt["per_t"])
-        test = sample_2d("checkerboard", cfg["n_test"], seed=seed + 1000)
-        runs[method] = dict(model=model, history=hist, nll=float(-log_likelihood(model, test, cfg["ll_steps"]).mean()),
-                            residual=float(hist[-1, 1]), **bt,
-                            bound_sigma=0.5 * float(np.mean(bt["per_t"] * (1 - (np.arange(k) + 0.5) / k))),
-                            samples=euler_sample(model, torch.randn(4000, 2, generator=torch.Generator().manual_seed(seed)),
-                                                 cfg["ll_steps"]).numpy())
+        runs[name] = dict(model=model, history=hist, kl=excess_nll(model, cfg, seed),
+                          residual=float(hist[-1, 1]), **bt,
+                          bound_sigma=0.5 * float(np.mean(bt["per_t"] * (1 - (np.arange(k) + 0.5) / k))))
+        runs[name]["nll"] = runs[name]["kl"] + math.log(8) + 2 * math.log(s)
+        if name != "cfm_replicate":
+            runs[name]["samples"] = euler_sample(model, torch.randn(4000, 2, generator=torch.Generator().manual_seed(seed)),
+                                                 cfg["ll_steps"]).numpy()
     # Hutchinson: mean of 10^4 Rademacher probes against the exact divergence, on the CFM network
     gen = torch.Generator().manual_seed(seed + 7)
     ps = AffinePath().sample(torch.randn(256, 2, generator=gen),
-                             torch.tensor(sample_2d("checkerboard", 256, seed + 2000), dtype=torch.float32),
+                             torch.tensor(sample_2d("checkerboard", 256, seed + 2000) * s, dtype=torch.float32),
                              torch.rand(256, generator=gen) * 0.999)
     m = runs["cfm"]["model"]
     exact = exact_divergence(m, ps.x, ps.t).detach().double().numpy()
@@ -382,29 +464,28 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     est /= cfg["probes"] // 1000
     hutch_rel = float(np.linalg.norm(est - exact) / np.linalg.norm(exact))
     # the conditional residual of the exact marginal field, on the batch the networks' residuals use
-    residual_exact = residual_metric(CheckerboardField(), *eval_batch("checkerboard", seed))
-    c, f = runs["cfm"], runs["fdm"]
+    field = CheckerboardField(scale=s)
+    residual_exact = residual_metric(field, *eval_batch("checkerboard", seed, data_scale=s))
+    c, f, c2 = runs["cfm"], runs["fdm"], runs["cfm_replicate"]
     ratios = [c["tv"] / c["bound"], f["tv"] / f["bound"]]
-    kl = {k: v["nll"] - math.log(8) for k, v in runs.items()}  # excess NLL over the data's entropy: KL(p_1 || p_hat_1)
-    # FDM against CFM. Each control is the same comparison for lambda = 0, i.e. for CFM itself: the lambda = 0 arm of
-    # the same run has the same initialisation and batches as CFM, so its model is CFM's and its reduction is 0.
+    # FDM against CFM. Each control is the same comparison for the paper's baseline: a second CFM run (lambda = 0)
+    # with another initialisation and batch stream, on the same data and evaluation points (the seed noise of CFM).
     fdm_vs_cfm = {}
-    for name, key in (("kl", None), ("tv", "tv"), ("bound", "bound"), ("residual", "residual")):
-        val = (lambda r: kl[r]) if key is None else (lambda r, key=key: runs[r][key])
-        fdm_vs_cfm[f"{name}_reduction"] = _reduction(val("cfm"), val("fdm"))
-        fdm_vs_cfm[f"control_{name}_reduction"] = _reduction(val("cfm"), val("cfm"))
+    for name, key in (("kl", "kl"), ("tv", "tv"), ("bound", "bound"), ("residual", "residual"),
+                      ("bound_sigma", "bound_sigma")):
+        fdm_vs_cfm[f"{name}_reduction"] = _reduction(c[key], f[key])
+        fdm_vs_cfm[f"control_{name}_reduction"] = _reduction(c[key], c2[key])
     return dict(
         scale=scale, seed=seed, config=cfg,
         runs={k: {kk: vv for kk, vv in v.items() if kk != "model"} for k, v in runs.items()},
         hutchinson_rel_error=hutch_rel,
         tv_over_bound_max=float(max(ratios)), tv_over_bound_min=float(min(ratios)),
         bound_max=float(max(c["bound"], f["bound"])),
-        exact_field_bound=marginal_bound(CheckerboardField(), t_points=8, n_grid=41)[0],
+        exact_field_bound=marginal_bound(field, t_points=8, lim=lim, n_grid=41, scale=s)[0],
         **fdm_vs_cfm,
-        bound_sigma_reduction=_reduction(c["bound_sigma"], f["bound_sigma"]),
         residual_exact=residual_exact, floor_over_cfm=float(residual_exact / c["residual"]),
         floor_over_untrained=float(residual_exact / c["history"][0, 1]),
-        kl_cfm=float(kl["cfm"]), kl_fdm=float(kl["fdm"]),
+        kl_cfm=float(c["kl"]), kl_fdm=float(f["kl"]), kl_cfm_replicate=float(c2["kl"]),
         nll_cfm=c["nll"], nll_fdm=f["nll"], nll_difference=float(f["nll"] - c["nll"]),
     )
 
@@ -414,17 +495,19 @@ def plots(result: dict) -> dict:
     import matplotlib.pyplot as plt
     figs = {}
     fig, axes = plt.subplots(2, 3, figsize=(14, 8.6))
-    ref = sample_2d("checkerboard", 4000, seed=result["seed"] + 3000)
+    sc = result["config"]["data_scale"]
+    ref = sample_2d("checkerboard", 4000, seed=result["seed"] + 3000) * sc
     n_grid = len(result["runs"]["cfm"]["density"])
-    X, _ = _grid(3.5, n_grid)
-    dens = {"data": density_2d("checkerboard", X.numpy()).reshape(n_grid, n_grid)}
+    X, _ = _grid(3.5 * sc, n_grid)
+    dens = {"data": checkerboard_density(X.numpy(), sc).reshape(n_grid, n_grid)}
     for col, (name, pts) in enumerate([("data", ref), ("CFM", result["runs"]["cfm"]["samples"]),
                                         ("FDM", result["runs"]["fdm"]["samples"])]):
         ax = axes[0, col]
         ax.scatter(pts[:, 0], pts[:, 1], s=1, alpha=0.4)
-        ax.set(xlim=(-3, 3), ylim=(-3, 3), aspect="equal", title=f"{name}: samples")
+        ax.set(xlim=(-3 * sc, 3 * sc), ylim=(-3 * sc, 3 * sc), aspect="equal", title=f"{name}: samples")
         d = dens["data"] if name == "data" else result["runs"][name.lower()]["density"]
-        axes[1, col].imshow(d.T, origin="lower", extent=(-3.5, 3.5, -3.5, 3.5), vmin=0, vmax=0.2, cmap="viridis")
+        axes[1, col].imshow(d.T, origin="lower", extent=(-3.5 * sc, 3.5 * sc, -3.5 * sc, 3.5 * sc), vmin=0,
+                            vmax=0.2 / sc ** 2, cmap="viridis")
         axes[1, col].set_title("density p_1" if name == "data" else f"{name}: p_hat_1 (likelihood ODE)")
         if name != "data":
             r = result["runs"][name.lower()]
@@ -439,7 +522,7 @@ def plots(result: dict) -> dict:
         axes[1].plot(r["history"][:, 0], r["history"][:, 1], "o-", label=name.upper())
         axes[2].plot(r["history"][:, 0], r["history"][:, 2], "o-", label=name.upper())
     axes[1].axhline(result["residual_exact"], color="k", ls="--", label="exact field (floor)")
-    axes[2].axhline(np.log(8), color="k", ls="--", label="entropy of p_1 (log 8)")
+    axes[2].axhline(np.log(8) + 2 * np.log(sc), color="k", ls="--", label="entropy of p_1 (log 8 + 2 log scale)")
     axes[0].set(xlabel="t", ylabel="||div(p_t (u_t - v_t))||_1", title="Integrand of the TV bound")
     axes[1].set(xlabel="training step", ylabel="E |sigma_t r| (exact divergence)", title="Conditional residual")
     axes[2].set(xlabel="training step", ylabel="NLL (nats)", title="Held-out NLL (500 points, 25 steps)")
@@ -450,32 +533,49 @@ def plots(result: dict) -> dict:
     return figs
 
 # %% ../../nbs/generative/02_flowdiv.ipynb #20a81d7a
-_CONTROL = ("control: the same comparison for lambda = 0 in the same run, i.e. CFM against itself (same network, "
-            "initialisation, batches and steps), whose reduction is 0")
+_SETTING = ("in the authors' 2D setting at our budget (their script's network depth, 4 hidden layers, here 128 wide; "
+            "their checkerboard scaled by 1/0.45; their warm-up and step decay; their script's loss terms; 1500 steps "
+            "of batch 256 at the fast scale)")
+_CONTROL = ("the same comparison for the paper's baseline: plain CFM (lambda = 0) retrained with another "
+            "initialisation and batch stream on the same data and evaluation points, against the CFM run; it asks "
+            "whether a second CFM run alone would show the effect (the seed noise of CFM). The FDM comparison shares "
+            "CFM's initialisation and batches, so this control is the harder one to fail")
 _MARGIN = ("the paper: FDM 'improves the performance of the flow-based generative model by a noticeable margin' over "
            "CFM (abstract); no 2D number of the paper's could be read here, so 'noticeable' is read as >= 5% less, "
-           "a threshold chosen from the paper's wording before the seeds 0-3 runs of this version")
-_PREREG = "preregistered 2026-12-04 on seeds 0-3 (SEEDS03) before seeds 4-15 were run"
+           "a threshold chosen from the paper's wording before the first setting's seeds 0-3 runs (2026-12-04) and "
+           "kept")
+_REREG = ("re-registered for issue 46 in the authors' setting (the threshold unchanged); in the chapter's first "
+          "setting (3x128, unscaled data, constant learning rate, plain FDM loss) seeds 0-15 gave SEEDS")
 CLAIMS = [
-    Claim("fdm_lower_nll", "FDM's held-out NLL is lower than CFM's by a noticeable margin: its excess over the data's "
-          "entropy log 8 (an estimate of KL(p_1 || p_hat_1)) is >= 5% smaller (1 - KL_FDM / KL_CFM)",
-          "kl_reduction", ">=", 0.05, kind="paper", control="control_kl_reduction", source="preregistered",
-          basis=_MARGIN + "; " + _PREREG.replace("SEEDS03", "1 - KL_FDM / KL_CFM = 0.0021, 0.0020, 0.0014, -0.0011; controls 0") + "; " + _CONTROL),
-    Claim("fdm_lower_tv", "FDM's TV(p_1, p_hat_1) (likelihood ODE on a 71x71 grid) is >= 5% smaller than CFM's",
-          "tv_reduction", ">=", 0.05, kind="paper", control="control_tv_reduction", source="preregistered",
-          basis=_MARGIN + "; " + _PREREG.replace("SEEDS03", "1 - TV_FDM / TV_CFM = 0.0026, -0.0011, -0.0042, -0.0044; controls 0") + "; " + _CONTROL),
+    Claim("fdm_lower_nll", "FDM's held-out NLL is lower than CFM's by a noticeable margin, " + _SETTING + ": its excess "
+          "over the data's entropy log 8 + 2 log(1/0.45) (an estimate of KL(p_1 || p_hat_1)) is >= 5% smaller "
+          "(1 - KL_FDM / KL_CFM)", "kl_reduction", ">=", 0.05, kind="paper", tests="paper",
+          control="control_kl_reduction", source="preregistered", control_basis=_CONTROL,
+          basis=_MARGIN + "; " + _REREG.replace("SEEDS", "-0.5% to 0.3% (0/16)")),
+    Claim("fdm_lower_nll_authors_code", "FDM's excess NLL is >= 2.5% smaller than CFM's " + _SETTING + ": the smallest "
+          "gain the authors' own training loop gave at our budget on seeds 0-3 (issue 46: 2.5-12.9%)",
+          "kl_reduction", ">=", 0.025, kind="paper", tests="paper", control="control_kl_reduction",
+          source="issue 46", control_basis=_CONTROL,
+          basis="issue 46: 'running the authors' code at our budget gives FDM 2.5-12.9% lower excess NLL on seeds "
+                "0-3'; the threshold is the low end of that range, fixed before this chapter's registration runs"),
+    Claim("fdm_lower_tv", "FDM's TV(p_1, p_hat_1) (likelihood ODE on a 71x71 grid over [-3.5, 3.5]^2 / 0.45) is >= 5% "
+          "smaller than CFM's, " + _SETTING, "tv_reduction", ">=", 0.05, kind="paper", tests="paper",
+          control="control_tv_reduction", source="preregistered", control_basis=_CONTROL,
+          basis=_MARGIN + "; " + _REREG.replace("SEEDS", "-1.1% to 0.3% (0/16)")),
     Claim("fdm_lowers_tv_bound", "FDM lowers the paper's TV bound 1/2 int ||div(p_t (u_t - v_t))||_1 dt below CFM's "
-          "(1 - B_FDM / B_CFM > 0)", "bound_reduction", ">", 0.0, kind="paper", control="control_bound_reduction",
-          source="preregistered",
+          "(1 - B_FDM / B_CFM > 0), " + _SETTING, "bound_reduction", ">", 0.0, kind="paper", tests="paper",
+          control="control_bound_reduction", source="preregistered", control_basis=_CONTROL,
           basis="the paper's design: the divergence loss targets the term of the TV bound that CFM leaves free; "
                 "direction only (threshold 0), the paper gives no size for it; "
-                + _PREREG.replace("SEEDS03", "1 - B_FDM / B_CFM = 0.0055, 0.0035, 0.0068, 0.0041; controls 0") + "; " + _CONTROL),
+                + _REREG.replace("SEEDS", "0.08% to 1.0% (16/16, against a control of CFM with itself, 0 by "
+                                          "construction, which the new control replaces)")),
     Claim("fdm_cuts_conditional_residual", "FDM cuts the exact conditional divergence residual E|sigma_t r| by >= 30% "
-          "against CFM (the research brief's claim)", "residual_reduction", ">=", 0.3, kind="paper",
-          control="control_residual_reduction", source="preregistered",
+          "against CFM (the research brief's claim), " + _SETTING, "residual_reduction", ">=", 0.3, kind="paper",
+          tests="proxy", control="control_residual_reduction", source="preregistered", control_basis=_CONTROL,
           basis="threshold 30% fixed in the chapter's research brief before any code was written (a proposal built on "
                 "the paper's premise that CFM leaves the divergence unmatched and FDM matches it, not a number of the "
-                "paper's); seeds 0-3: 0.00061, 0.0016, 0.00035, 0.00074, controls 0; " + _CONTROL),
+                "paper's); " + _REREG.replace("SEEDS", "-0.13% to 0.19% (0/16); the conditional residual has a floor "
+                                                       "near CFM's (see conditional_residual_floor)")),
     Claim("hutchinson_unbiased", "Hutchinson's estimator is unbiased: the mean over 10^4 Rademacher probes is within "
           "2% of the exact divergence (relative l2 error over 256 points)", "hutchinson_rel_error", "<=", 0.02,
           kind="check", basis="Monte Carlo error ~ sqrt(2 sum_(i!=j) J_ij^2 / 10^4) / |tr J|: about 0.3% on seed 0"),
@@ -484,16 +584,18 @@ CLAIMS = [
           "tv_over_bound_max", "<=", 1.0, kind="check",
           basis="the paper's bound; it holds for every field, so this checks the numerics (grid, ODE, closed forms)"),
     Claim("tv_bound_tight", "The bound is tight within a factor 2 on the trained networks (smallest ratio TV / bound)",
-          "tv_over_bound_min", ">=", 0.5, kind="check", basis="threshold from the previous version's seeds 0-5 (ratios ~0.77), kept after seeds 0-3 of this version: 0.750, 0.735, 0.726, 0.732; an untrained network's is ~0.53"),
+          "tv_over_bound_min", ">=", 0.5, kind="check", basis="threshold from the first setting's seeds 0-5 (ratios "
+          "~0.77; 0.725-0.755 on its seeds 0-15), kept for the authors' setting; an untrained network's is ~0.53"),
     Claim("tv_bound_nonvacuous", "The bound says something: it is below 1 (TV never exceeds 1) for both networks "
-          "(largest bound; an untrained network's is 1.01)", "bound_max", "<", 1.0, kind="check",
-          basis="TV <= 1 always, so a bound >= 1 is vacuous; seeds 0-3: 0.641, 0.637, 0.647, 0.651"),
+          "(largest bound; an untrained network's is above 1)", "bound_max", "<", 1.0, kind="check",
+          basis="TV <= 1 always, so a bound >= 1 is vacuous; first setting's seeds 0-15: 0.637-0.658"),
     Claim("exact_field_bound_zero", "The bound of the exact marginal field (closed form) vanishes: it solves the "
           "continuity equation with the closed-form p_t (8 x 41 x 41 quadrature)", "exact_field_bound", "<=", 1e-3,
           kind="check", basis="derived: div(p_t u_t) = -dp_t/dt exactly; quadrature error ~1e-6"),
     Claim("conditional_residual_floor", "The conditional residual has a floor near CFM's: the exact marginal field's "
-          "E|sigma_t r| is >= 0.9 of the CFM network's (an untrained network's ratio is ~0.85)", "floor_over_cfm",
-          ">=", 0.9, kind="check", basis="threshold from the previous version's seeds 0-5 (ratios ~0.96), kept after seeds 0-3 of this version: 0.959, 0.964, 0.963, 0.958"),
+          "E|sigma_t r| is >= 0.9 of the CFM network's (an untrained network's ratio is lower)", "floor_over_cfm",
+          ">=", 0.9, kind="check", basis="threshold from the first setting's seeds 0-5 (ratios ~0.96; 0.941-0.964 on "
+          "its seeds 0-15), kept for the authors' setting"),
 ]
 
 # %% ../../nbs/generative/02_flowdiv.ipynb #24a98b38
