@@ -467,7 +467,9 @@ def chapter_status(chapter: Chapter | str, root: Path | None = None) -> dict:
     kinds = [c.kind for c in chapter.claims]
     reg = load_registration(chapter, root)
     st = {"slug": chapter.slug, "part": chapter.part, "level": chapter.level, "paper": kinds.count("paper"),
-          "checks": kinds.count("check"), "provisional": kinds.count("provisional"), "seeds": None,
+          "checks": sum(c.kind == "check" and not c.withdrawn for c in chapter.claims),
+          "checks_withdrawn": sum(c.kind == "check" and c.withdrawn for c in chapter.claims),
+          "provisional": kinds.count("provisional"), "seeds": None,
           **{k.replace(" ", "_").replace("-", "_"): None for k in _COUNTED}, "checks_holding": None, "stale": False,
           "registered": reg is not None, "registrations": reg["entries"] if reg else [],
           "awaiting": None if reg else AWAITING_REGISTRATION.get(chapter.slug, "unregistered"), "by_tests": {},
@@ -484,7 +486,7 @@ def chapter_status(chapter: Chapter | str, root: Path | None = None) -> dict:
     count = lambda status, cs=paper: sum(statuses[c.id] == status for c in cs)
     st.update({k.replace(" ", "_").replace("-", "_"): count(k) for k in _COUNTED}, seeds=len(rec["seeds"]),
               statuses=statuses, checks_holding=sum(statuses[c.id] == "passes" for c in chapter.claims
-                                                    if c.kind != "paper"))
+                                                    if c.kind == "check" and not c.withdrawn))
     st["not_reproduced"] += st["withdrawn"]  # a withdrawn claim counts as not reproduced
     for key in ("paper", "proxy", ""):
         cs = [c for c in paper if c.tests == key]
@@ -511,7 +513,8 @@ def status_cells(st: dict) -> tuple[str, str]:
     extras += [f"{st[k]} {k.replace('_', ' ').replace('seed independent', 'seed-independent')}"
                for k in ("not_discriminating", "seed_independent") if st[k]]
     return "; ".join(heads) + (f" ({', '.join(extras)})" if extras else ""), \
-        f"{st['checks_holding']} of {st['checks']} hold on all {st['seeds']} seeds"
+        f"{st['checks_holding']} of {st['checks']} hold on all {st['seeds']} seeds" \
+        + (f" ({st['checks_withdrawn']} withdrawn)" if st.get("checks_withdrawn") else "")
 
 def book_headline(statuses: Sequence[dict]) -> str:
     "One line for the book: the paper's own claims and proxies reproduced, apart, and the chapters not yet registered."

@@ -108,3 +108,13 @@ def test_cli_sweep_prints_rates(records, tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0, out
     assert "2 seeds at scale fast" in out and "holds" in out and f"wrote {tmp_path}" in out
+
+
+def test_withdrawn_checks_are_left_out_of_the_checks_count():
+    "A withdrawn check is shown apart, never as a check that does not hold (adaptive_sketch has two)."
+    from icml25nb.sweep import chapter_status, status_cells
+    st = chapter_status("adaptive_sketch")
+    assert st["checks_withdrawn"] >= 1 and st["checks_holding"] == st["checks"]
+    assert status_cells(st)[1].endswith(f"({st['checks_withdrawn']} withdrawn)")
+    fake = {**st, "checks": 3, "checks_withdrawn": 0, "checks_holding": 2}
+    assert status_cells(fake)[1] == f"2 of 3 hold on all {st['seeds']} seeds"
