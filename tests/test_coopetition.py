@@ -122,6 +122,7 @@ def test_kept_is_the_fraction_of_an_emerged_peak():
     assert stuck["retained"] == pytest.approx(0.01) and math.isinf(stuck["kept"])
     assert C.transience(np.r_[0.0, 0.5, 0.5], np.r_[0.0, 0.5, 0.5])["kept"] == 1.0  # emerged at 0.5 exactly, kept it
     assert C.transience(np.r_[0.0, 0.5, 0.5], np.r_[0.0, 0.5, 0.5], emerge=0.6)["kept"] == math.inf
+    assert tr["drop"] == pytest.approx(0.6) and stuck["drop"] == pytest.approx(0.99e-4)  # `drop`: finite on a stuck run
 
 
 def test_toy_runs_hold_the_papers_mu1_ablation():
