@@ -665,7 +665,8 @@ CLAIMS = [
           control_basis="issue 28's control, the same start with the competition term removed (alpha = 0); it fails "
           "by derivation (without alpha C nothing pulls a to 0, so ICL keeps its peak and the margin is ~2), so it "
           "shows only that the claim is not met by every run. The paper's own toy ablation is mu1 = 0 (Appendix C), "
-          "the control of `icl_fades`, registered beside this claim in registration 2"),
+          "the control of `icl_fades` (registration 2) and `icl_loses_strength` (registration 3), registered beside "
+          "this claim"),
     Claim("icl_fades", "Minimal model, authors' setting: ICL emerges and then keeps at most half of its peak "
           "strength at the end of the run (the fraction of its peak that ICL keeps <= 0.5)", "toy.coopetition.kept",
           "<=", 0.5, kind="paper", control="toy.no_mu1.kept", source="issue 28", tests="paper",
@@ -717,7 +718,7 @@ CLAIMS = [
           "makes the cooperation claim about the transformer (an ICL-only run learns slowly); whether it claims it of "
           "the toy model is not known here (Differences), so the toy stands in for it",
           control_basis="the cooperation ablation: the same model and start with mechanism 2 on its own copies of b, c "
-          "(shared=False), so CIWL still learns and competes through alpha C but cannot build ICL's sub-circuit; in the "
+          "(shared=False), so CIWL still learns and competes through alpha C but cannot build ICL's sub-circuit. This "
           "ablation is the chapter's own design, not the paper's. The paper's icl_only transformer run "
           "(coopetition_paper_sweep.py) is the counterpart of this claim's reference, L1 alone, not of this control"),
     Claim("transformer_icl_emerges", "Transformer, bursty training: the ICL evaluator's accuracy reaches >= 0.7 "
