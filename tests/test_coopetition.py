@@ -114,6 +114,24 @@ def test_measures():
     assert C._times_sooner(math.inf, 100.0, 1000) == 10.0  # never alone: the run's length, a finite lower bound
 
 
+def test_kept_is_the_fraction_of_an_emerged_peak():
+    "`kept` (the claim `icl_fades`): final / peak where ICL emerged (peak >= 0.5), inf where it never did."
+    tr = C.transience(np.r_[0.0, 0.9, 0.3], np.r_[0.0, 0.5, 1.0])
+    assert tr["kept"] == pytest.approx(0.3 / 0.9) == tr["retained"]
+    stuck = C.transience(np.r_[-1.0, 1e-4, 1e-6], np.r_[-1.0, 1e-5, 1e-7])  # at the origin: a ratio of two tiny numbers
+    assert stuck["retained"] == pytest.approx(0.01) and math.isinf(stuck["kept"])
+    assert C.transience(np.r_[0.0, 0.5, 0.5], np.r_[0.0, 0.5, 0.5])["kept"] == 1.0  # emerged at 0.5 exactly, kept it
+    assert C.transience(np.r_[0.0, 0.5, 0.5], np.r_[0.0, 0.5, 0.5], emerge=0.6)["kept"] == math.inf
+    assert tr["drop"] == pytest.approx(0.6) and stuck["drop"] == pytest.approx(0.99e-4)  # `drop`: finite on a stuck run
+
+
+def test_toy_runs_hold_the_papers_mu1_ablation():
+    "The control of `icl_fades` is the authors' Appendix C ablation: mu1 = 0 with alpha = 0.1, else as the main run."
+    runs = C._toy_runs()
+    assert runs["no_mu1"] == dict(runs["coopetition"], mu1=0.0)
+    assert runs["coopetition"]["alpha"] == 0.1 and runs["no_competition"]["alpha"] == 0.0
+
+
 def test_unshared_model_follows_autograd_and_cuts_cooperation():
     "shared=False: mechanism 2 on its own b2, c2 equals autograd descent on that loss; b, c then get only L1's gradient."
     dims = (4, 3, 5, 8)
