@@ -193,3 +193,18 @@ def test_the_checks_can_fail_on_an_untrained_network():
     assert floor / FD.residual_metric(model, *ev) < 0.9                                            # residual floor
     assert FD.marginal_bound(model, t_points=8, lim=3.5 * sc, n_grid=41, scale=sc)[0] >= 1.0      # nonvacuous
     assert FD.marginal_bound(FD.CheckerboardField(), t_points=8, n_grid=41)[0] <= 1e-3             # exact field
+
+
+def test_both_arms_against_the_replicate(monkeypatch):
+    "The `_vs_replicate` pairs: FDM and CFM each against the same CFM replicate; they follow from the paired numbers."
+    tiny = {**FD.SCALE_CONFIG["fast"], "steps": 4, "batch": 16, "hidden": 8, "layers": 2, "n_test": 64,
+            "probes": 1000, "ll_steps": 4}
+    monkeypatch.setitem(FD.SCALE_CONFIG, "fast", tiny)
+    r = FD.experiment("fast", 1)
+    for name in ("kl", "tv", "bound", "residual"):
+        t, c = r[f"{name}_reduction"], r[f"control_{name}_reduction"]
+        ft, fc = r[f"{name}_reduction_vs_replicate"], r[f"control_{name}_reduction_vs_replicate"]
+        assert ft == pytest.approx(1 - (1 - t) / (1 - c), rel=1e-9, abs=1e-12), name
+        assert fc == pytest.approx(1 - 1 / (1 - c), rel=1e-9, abs=1e-12), name
+        runs = r["runs"]
+        assert ft == pytest.approx(FD._reduction(runs["cfm_replicate"][name], runs["fdm"][name]), abs=1e-12)

@@ -468,13 +468,16 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     residual_exact = residual_metric(field, *eval_batch("checkerboard", seed, data_scale=s))
     c, f, c2 = runs["cfm"], runs["fdm"], runs["cfm_replicate"]
     ratios = [c["tv"] / c["bound"], f["tv"] / f["bound"]]
-    # FDM against CFM. Each control is the same comparison for the paper's baseline: a second CFM run (lambda = 0)
-    # with another initialisation and batch stream, on the same data and evaluation points (the seed noise of CFM).
+    # FDM against CFM (paired: same initialisation and batches). Each control is a second CFM run (lambda = 0) with
+    # another initialisation and batch stream against the CFM run: unpaired, it carries CFM's run-to-run noise. The
+    # `_vs_replicate` pairs measure both arms against that same replicate, so that they carry the same noise.
     fdm_vs_cfm = {}
     for name, key in (("kl", "kl"), ("tv", "tv"), ("bound", "bound"), ("residual", "residual"),
                       ("bound_sigma", "bound_sigma")):
         fdm_vs_cfm[f"{name}_reduction"] = _reduction(c[key], f[key])
         fdm_vs_cfm[f"control_{name}_reduction"] = _reduction(c[key], c2[key])
+        fdm_vs_cfm[f"{name}_reduction_vs_replicate"] = _reduction(c2[key], f[key])
+        fdm_vs_cfm[f"control_{name}_reduction_vs_replicate"] = _reduction(c2[key], c[key])
     return dict(
         scale=scale, seed=seed, config=cfg,
         runs={k: {kk: vv for kk, vv in v.items() if kk != "model"} for k, v in runs.items()},
@@ -536,10 +539,20 @@ def plots(result: dict) -> dict:
 _SETTING = ("in the authors' 2D setting at our budget (their script's network depth, 4 hidden layers, here 128 wide; "
             "their checkerboard scaled by 1/0.45; their warm-up and step decay; their script's loss terms; 1500 steps "
             "of batch 256 at the fast scale)")
-_CONTROL = ("the same comparison for the paper's baseline: plain CFM (lambda = 0) retrained with another "
-            "initialisation and batch stream on the same data and evaluation points, against the CFM run; it asks "
-            "whether a second CFM run alone would show the effect (the seed noise of CFM). The FDM comparison shares "
-            "CFM's initialisation and batches, so this control is the harder one to fail")
+_CONTROL = ("the paper's baseline: plain CFM (lambda = 0) retrained with another initialisation and batch stream on "
+            "the same data and evaluation points, against the CFM run; it asks whether a second CFM run alone would "
+            "show the effect. Registration 1 called it 'the same comparison' and 'the harder one to fail': it is not "
+            "the same comparison (the FDM comparison is paired, this one is not, and its spread across seeds is about "
+            "2.6x larger), so at small margins it cannot fail often enough (outside review, issue 46); the "
+            "`_vs_replicate` claims measure both arms against the same replicate")
+_CONTROL_REP = ("the paper's baseline with both arms carrying the same noise: the CFM run measured against the same "
+                "CFM replicate (another initialisation and batch stream) as FDM is; only lambda differs between the "
+                "two arms")
+_PROXY = ("; tests='proxy' since registration 2 (outside review): the paper's 2D metric is NLL; TV on a grid "
+          "and the bound are this chapter's metrics, motivated by the paper's theorem")
+_AFTER = ("registered for issue 46 after registration 1's sweep and a post-sweep analysis of the same numbers had been "
+          "seen (the outside review's 'Fix A'; seeds 0-15 gave RESULT), with the threshold of the claim it stands "
+          "beside, unchanged")
 _MARGIN = ("the paper: FDM 'improves the performance of the flow-based generative model by a noticeable margin' over "
            "CFM (abstract); no 2D number of the paper's could be read here, so 'noticeable' is read as >= 5% less, "
            "a threshold chosen from the paper's wording before the first setting's seeds 0-3 runs (2026-12-04) and "
@@ -559,16 +572,16 @@ CLAIMS = [
           basis="issue 46: 'running the authors' code at our budget gives FDM 2.5-12.9% lower excess NLL on seeds "
                 "0-3'; the threshold is the low end of that range, fixed before this chapter's registration runs"),
     Claim("fdm_lower_tv", "FDM's TV(p_1, p_hat_1) (likelihood ODE on a 71x71 grid over [-3.5, 3.5]^2 / 0.45) is >= 5% "
-          "smaller than CFM's, " + _SETTING, "tv_reduction", ">=", 0.05, kind="paper", tests="paper",
+          "smaller than CFM's, " + _SETTING, "tv_reduction", ">=", 0.05, kind="paper", tests="proxy",
           control="control_tv_reduction", source="preregistered", control_basis=_CONTROL,
-          basis=_MARGIN + "; " + _REREG.replace("SEEDS", "-1.1% to 0.3% (0/16)")),
+          basis=_MARGIN + "; " + _REREG.replace("SEEDS", "-1.1% to 0.3% (0/16)") + _PROXY),
     Claim("fdm_lowers_tv_bound", "FDM lowers the paper's TV bound 1/2 int ||div(p_t (u_t - v_t))||_1 dt below CFM's "
-          "(1 - B_FDM / B_CFM > 0), " + _SETTING, "bound_reduction", ">", 0.0, kind="paper", tests="paper",
+          "(1 - B_FDM / B_CFM > 0), " + _SETTING, "bound_reduction", ">", 0.0, kind="paper", tests="proxy",
           control="control_bound_reduction", source="preregistered", control_basis=_CONTROL,
           basis="the paper's design: the divergence loss targets the term of the TV bound that CFM leaves free; "
                 "direction only (threshold 0), the paper gives no size for it; "
                 + _REREG.replace("SEEDS", "0.08% to 1.0% (16/16, against a control of CFM with itself, 0 by "
-                                          "construction, which the new control replaces)")),
+                                          "construction, which the new control replaces)") + _PROXY),
     Claim("fdm_cuts_conditional_residual", "FDM cuts the exact conditional divergence residual E|sigma_t r| by >= 30% "
           "against CFM (the research brief's claim), " + _SETTING, "residual_reduction", ">=", 0.3, kind="paper",
           tests="proxy", control="control_residual_reduction", source="preregistered", control_basis=_CONTROL,
@@ -576,6 +589,24 @@ CLAIMS = [
                 "the paper's premise that CFM leaves the divergence unmatched and FDM matches it, not a number of the "
                 "paper's); " + _REREG.replace("SEEDS", "-0.13% to 0.19% (0/16); the conditional residual has a floor "
                                                        "near CFM's (see conditional_residual_floor)")),
+    Claim("fdm_lower_nll_vs_replicate", "As fdm_lower_nll, with both arms against the same CFM replicate: FDM's "
+          "excess NLL is >= 5% smaller than the replicate's (1 - KL_FDM / KL_CFM'); control: the CFM run's against "
+          "the same replicate (1 - KL_CFM / KL_CFM'), " + _SETTING, "kl_reduction_vs_replicate", ">=", 0.05,
+          kind="paper", tests="paper", control="control_kl_reduction_vs_replicate", source="preregistered",
+          control_basis=_CONTROL_REP, basis=_MARGIN + "; " + _AFTER.replace("RESULT", "7/16, control 5/16")),
+    Claim("fdm_lower_nll_authors_code_vs_replicate", "As fdm_lower_nll_authors_code (>= 2.5%), with both arms against "
+          "the same CFM replicate, " + _SETTING, "kl_reduction_vs_replicate", ">=", 0.025, kind="paper",
+          tests="paper", control="control_kl_reduction_vs_replicate", source="issue 46", control_basis=_CONTROL_REP,
+          basis="issue 46's 2.5% (the low end of the authors' code at our budget); "
+                + _AFTER.replace("RESULT", "11/16, control 6/16")),
+    Claim("fdm_lower_tv_vs_replicate", "As fdm_lower_tv (>= 5%), with both arms against the same CFM replicate, "
+          + _SETTING, "tv_reduction_vs_replicate", ">=", 0.05, kind="paper", tests="proxy",
+          control="control_tv_reduction_vs_replicate", source="preregistered", control_basis=_CONTROL_REP,
+          basis=_MARGIN + "; " + _AFTER.replace("RESULT", "1/16, control 0/16") + _PROXY),
+    Claim("fdm_lowers_tv_bound_vs_replicate", "As fdm_lowers_tv_bound (> 0), with both arms against the same CFM "
+          "replicate, " + _SETTING, "bound_reduction_vs_replicate", ">", 0.0, kind="paper", tests="proxy",
+          control="control_bound_reduction_vs_replicate", source="preregistered", control_basis=_CONTROL_REP,
+          basis="direction only, as fdm_lowers_tv_bound; " + _AFTER.replace("RESULT", "15/16, control 5/16") + _PROXY),
     Claim("hutchinson_unbiased", "Hutchinson's estimator is unbiased: the mean over 10^4 Rademacher probes is within "
           "2% of the exact divergence (relative l2 error over 256 points)", "hutchinson_rel_error", "<=", 0.02,
           kind="check", basis="Monte Carlo error ~ sqrt(2 sum_(i!=j) J_ij^2 / 10^4) / |tr J|: about 0.3% on seed 0"),
