@@ -100,3 +100,19 @@ def test_bad_input():
         P.prediction_spread(P.PCLNet(2, 2), torch.zeros(3, 2), draws=1)
     with pytest.raises(ValueError, match="scale"):
         P.experiment("huge")
+
+
+def test_multistep_control_uses_its_hint():
+    """multistep_improves' control (PCL with lam = 0, the same five steps) is not 1 by construction, unlike the twin
+    it replaced (issue 47): a lam = 0 network's five-step prediction differs from its one-step one, the twin's not."""
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(200, 4, generator=g)
+    Y = X @ torch.randn(4, 3, generator=g) + 0.3 * torch.randn(200, 3, generator=g)
+    steps = (999, 800, 600, 400, 200)
+    lam0 = P.train_model(X, Y, "pcl", 0.0, iters=60, batch=32, hidden=16, seed=1)
+    twin = P.train_model(X, Y, "supervised", 0.0, iters=60, batch=32, hidden=16, seed=1)
+    one, five = P.pcl_predict(lam0, X, steps[:1], seed=2), P.pcl_predict(lam0, X, steps, seed=2)
+    assert not torch.allclose(one, five, atol=1e-4)
+    assert P.rmse(five, Y) / P.rmse(one, Y) != 1.0
+    assert torch.equal(P.pcl_predict(twin, X, steps[:1], seed=2), P.pcl_predict(twin, X, steps, seed=2))
+    assert {c.id: c.control for c in P.CLAIMS}["multistep_improves"] == "springs.pcl_lam0.multi_over_single"

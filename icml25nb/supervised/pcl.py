@@ -297,21 +297,41 @@ _BASE = ("test RMSE of single-step prediction from pure noise on 500 held-out sp
 CLAIMS = [
     Claim("pcl_beats_supervised", "Single-step PCL's test error on the springs task is at most the supervised twin's "
           "(RMSE ratio PCL / twin)", "springs.pcl_over_twin", "<=", 1.0, kind="paper",
-          control="springs.lam0_over_twin", source="paper",
+          control="springs.lam0_over_twin", source="paper", tests="paper",
+          control_basis="the paper's ingredient removed: PCL's training with the consistency term off (lambda_2 = 0, "
+                        "i.e. two denoising regressions), same network, steps and inference, over the same twin; the "
+                        "paper's own ablation of lambda_2 could not be read (no copy of the paper's tables or code "
+                        "here), so this is the strongest simple alternative a reader would try",
           basis="the abstract and Table 1: PCL's prediction error is below SL's on the N-body systems; threshold 1.0 "
                 "is parity; " + _BASE + "; " + _PREREG + "; control: PCL with the consistency term removed (lam = 0), same run"),
     Claim("pcl_beats_supervised_digits", "The same on occluded digits (RMSE ratio PCL / twin on 397 held-out "
           "images)", "digits.pcl_over_twin", "<=", 1.0, kind="paper", control="digits.lam0_over_twin",
-          source="paper", basis="the abstract: superiority over supervised training on complex labels; threshold "
+          source="paper", tests="proxy",
+          control_basis="as for pcl_beats_supervised: PCL with the consistency term off (lambda_2 = 0) over the same "
+                        "twin; the task is the chapter's stand-in for the paper's complex-label tasks (segmentation, "
+                        "fine-tuning), hence a proxy",
+          basis="the abstract: superiority over supervised training on complex labels; threshold "
                                 "1.0 is parity; " + _PREREG + "; control: PCL with lam = 0, same run"),
     Claim("multistep_improves", "Five-step inference improves the springs test error over single-step PCL by at least "
           "5% (RMSE ratio five steps / one step)", "springs.pcl.multi_over_single", "<=", 0.95, kind="paper",
-          control="springs.twin.multi_over_single", source="preregistered",
+          control="springs.pcl_lam0.multi_over_single", source="preregistered", tests="paper",
           basis="the paper's Algorithm 2 and its multi-step results; the 5% margin is the chapter's issue, fixed "
-                "before any run; " + _PREREG + "; control: the supervised twin run through the same five steps"),
+                "before any run; " + _PREREG + "; control changed at the first registration (issue 47): it was the "
+                "supervised twin run through the same five steps, whose ratio is exactly 1 by construction (it "
+                "ignores its hint), so the claim could not fail to discriminate; the threshold is unchanged, and of "
+                "the new control only its seed 0 value (0.977, from issue 47) was known before registration",
+          control_basis="issue 47: PCL trained without the consistency term (lam = 0), the ingredient the paper adds "
+                        "to denoising training, run through the same five-step inference (999, 800, 600, 400, 200) "
+                        "from the same noise; it uses its hint, so it can gain from extra steps (seed 0: 0.977 against "
+                        "PCL's 0.988) and can pass the 0.95 bound; replaces the supervised twin, whose ratio is 1 by "
+                        "construction"),
     Claim("noise_starts_agree", "Single-step predictions from different pure-noise starts agree: their spread "
           "(6 starts) divided by the test RMSE is below 0.1 on the springs task", "springs.pcl.spread_over_err", "<",
-          0.1, kind="paper", control="springs.pcl_lam0.spread_over_err", source="preregistered",
+          0.1, kind="paper", control="springs.pcl_lam0.spread_over_err", source="preregistered", tests="proxy",
+          control_basis="the chapter issue's control ('the network before training with the consistency loss') read "
+                        "as the same network trained without it (lam = 0): the untrained network's output barely moves "
+                        "with any input, so it would pass by construction; a proxy because the paper gives no number "
+                        "for the agreement of noise starts, only the purpose of the consistency term",
           basis="the consistency term's purpose (minimal dependence on the noisy hint); 0.1 is the chapter's issue, "
                 "fixed before any run; " + _PREREG + "; control: the same network trained without the consistency "
                 "loss (lam = 0); the untrained network is reported beside it but cannot serve: its outputs barely "
