@@ -422,7 +422,8 @@ CLAIMS = [
           "accuracy beats GRACE's by at least 10 points (accuracy difference)",
           "role_gain", ">=", 0.10, kind="paper", control="role_gain_singleton", source="preregistered",
           basis=_PREREG + "; control: GALE with singleton classes (= GRACE's loss, the derivation), same run",
-          status="withdrawn",
+          tests="proxy", control_basis="GALE with singleton classes, which by the derivation is GRACE's loss: the "
+          "paper's GCL baseline itself, so the control is GRACE minus GRACE (issue 47)", status="withdrawn",
           reason="issue 47: the control (GALE with singleton classes) is GRACE's loss exactly, so it measures GRACE minus "
                  "GRACE (0 on 15 of 16 seeds) and fails by construction; and the classes equal the probe labels, so "
                  "GALE is supervised contrastive learning on the evaluation labels. Still evaluated; replaced by "
