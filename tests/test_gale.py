@@ -7,9 +7,9 @@ import torch
 import torch.nn.functional as F
 
 from icml25nb.graphdata import exact_orbits, motif_graph, node_labels, partition_purity, refines, role_graph, to_data
-from icml25nb.graphs.gale import (GCNEncoder, approx_equivalence_classes, attribute_classes, equivalence_loss,
-                                  grace_loss, random_encoder, role_features, time_exponent, train_gale, train_grace,
-                                  unify_classes)
+from icml25nb.graphs.gale import (GCNEncoder, add_random_edges, approx_equivalence_classes, attribute_classes,
+                                  equivalence_classes, equivalence_loss, grace_loss, random_classes, random_encoder,
+                                  role_features, time_exponent, train_gale, train_grace, unify_classes)
 
 
 def _loop_loss(z, c, tau):
@@ -86,6 +86,58 @@ def test_classes():
     assert unify_classes([0, 0, 1, 2, 3, 4], [0, 1, 1, 2, 3, 3]).tolist() == [0, 0, 0, 1, 2, 2]
     F_ = role_features(50, 3, seed=1)
     assert F_.shape == (50, 4) and (F_[:, 0] == 1).all() and len(set(attribute_classes(F_, 1))) == 50
+
+
+def test_attribute_branch_joins_structural_classes():
+    "The attribute branch of GALE's classes: ties inside a structural class change nothing, ties across classes join them."
+    P = nx.path_graph(6)  # structural classes {0, 5}, {1, 4}, {2, 3}
+    assert equivalence_classes(P, np.eye(6)).tolist() == [0, 1, 2, 2, 1, 0]
+    X = np.arange(6, dtype=float)[:, None]
+    X[4] = X[1]  # a tie inside the class {1, 4}
+    assert equivalence_classes(P, X).tolist() == [0, 1, 2, 2, 1, 0]
+    X[2] = X[0] + 0.03  # a tie, to one decimal, between {0, 5} and {2, 3}
+    assert equivalence_classes(P, X, decimals=1).tolist() == [0, 1, 0, 0, 1, 0]
+    assert equivalence_classes(P, X, decimals=2).tolist() == [0, 1, 2, 2, 1, 0]
+    # constant features make every node attribute-equivalent: one class
+    assert len(set(equivalence_classes(P, np.ones((6, 2))))) == 1
+    # on the chapter's role graph the noise features are all distinct: the branch leaves the structural classes alone
+    G = role_graph(("house", "star3"), repeats=3, spacing=2, seed=4)
+    X = role_features(G.number_of_nodes(), 7, seed=4)
+    assert np.array_equal(equivalence_classes(G, X, 1), approx_equivalence_classes(G))
+    with pytest.raises(ValueError, match="one row per node"):
+        equivalence_classes(P, np.eye(5))
+
+
+def test_random_classes_keep_sizes_and_break_membership():
+    c = np.repeat(np.arange(6), [1, 1, 2, 3, 5, 8])
+    r = random_classes(c, seed=0)
+    assert sorted(np.bincount(r)) == sorted(np.bincount(c))
+    assert np.array_equal(r, random_classes(c, seed=0)) and not np.array_equal(r, random_classes(c, seed=1))
+    assert partition_purity(r, c) < 1.0
+    assert random_classes(np.arange(5), seed=2).tolist() == [0, 1, 2, 3, 4]  # singletons stay singletons
+    with pytest.raises(ValueError, match="classes must be"):
+        random_classes([])
+
+
+def test_add_random_edges():
+    G = role_graph(("house", "star3"), repeats=4, spacing=2, seed=1)
+    H = add_random_edges(G, 10, seed=3)
+    assert list(H.nodes()) == list(G.nodes()) and H.number_of_edges() == G.number_of_edges() + 10
+    assert set(G.edges()) <= set(H.edges()) and nx.number_of_selfloops(H) == 0
+    assert np.array_equal(node_labels(H, "role"), node_labels(G, "role"))
+    assert set(H.edges()) == set(add_random_edges(G, 10, seed=3).edges())
+    assert G.number_of_edges() == H.number_of_edges() - 10  # G itself untouched
+    # the noise breaks the planted symmetries: the classes of the observed graph are no longer the roles
+    y = node_labels(G, "role")
+    c = approx_equivalence_classes(H)
+    assert partition_purity(y, c) < 1.0
+    K = nx.complete_graph(4)
+    K.remove_edge(0, 1)
+    assert add_random_edges(K, 1).has_edge(0, 1)
+    with pytest.raises(ValueError, match="missing edges"):
+        add_random_edges(K, 2)
+    with pytest.raises(TypeError, match="G must be"):
+        add_random_edges("graph", 1)
 
 
 def test_training_is_reproducible_and_singleton_gale_is_grace():
