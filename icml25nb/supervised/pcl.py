@@ -221,7 +221,6 @@ def _task(name: str, X: np.ndarray, Y: np.ndarray, cfg: dict, iters: int, seed: 
                                         / rmse(pcl_predict(init, Xte, multi[:1], schedule, seed=seed), Yte))
     out["pcl_over_twin"] = out["pcl"]["err_1"] / out["twin"]["err_1"]
     out["lam0_over_twin"] = out["pcl_lam0"]["err_1"] / out["twin"]["err_1"]
-    out["twin_over_twin"] = 1.0
     return out
 
 
@@ -291,23 +290,26 @@ def plots(result: dict) -> dict:
     return {"errors": fig}
 
 # %% ../../nbs/supervised/01_pcl.ipynb #ca5c4cf8
-_PREREG = "thresholds fixed before any run (1.0 parity, 0.95 and 0.1 from the chapter issue) and recorded 2026-12-05 on seeds 0-3 before seeds 4-15 were run: springs PCL/twin 1.145, 1.158, 1.148, 1.151 (lam=0: 1.152, 1.171, 1.161, 1.166); digits PCL/twin 1.068, 1.046, 0.972, 0.990 (lam=0: 1.072, 1.049, 0.976, 0.991); five steps / one 0.988, 0.991, 0.987, 0.980 (twin 1, 1, 1, 1); spread/RMSE 0.187, 0.195, 0.185, 0.188 (lam=0: 0.249, 0.263, 0.247, 0.253)"
+_PREREG = "thresholds fixed before any run (1.0 parity, 0.95 and 0.1 from the chapter issue) and recorded 2026-12-05 on seeds 0-3 before seeds 4-15 were run: springs PCL/twin 1.145, 1.158, 1.148, 1.151 (lam=0: 1.152, 1.171, 1.161, 1.166); digits PCL/twin 1.068, 1.046, 0.972, 0.990 (lam=0: 1.072, 1.049, 0.976, 0.991); five steps / one 0.988, 0.991, 0.987, 0.980 (old control: twin 1, 1, 1, 1); spread/RMSE 0.187, 0.195, 0.185, 0.188 (lam=0: 0.249, 0.263, 0.247, 0.253)"
 _BASE = ("test RMSE of single-step prediction from pure noise on 500 held-out springs systems, standardised labels; "
          "the supervised twin is the same MLP with label and time inputs zeroed, same steps and forward passes")
 CLAIMS = [
     Claim("pcl_beats_supervised", "Single-step PCL's test error on the springs task is at most the supervised twin's "
           "(RMSE ratio PCL / twin)", "springs.pcl_over_twin", "<=", 1.0, kind="paper",
           control="springs.lam0_over_twin", source="paper", tests="paper",
-          control_basis="the paper's ingredient removed: PCL's training with the consistency term off (lambda_2 = 0, "
-                        "i.e. two denoising regressions), same network, steps and inference, over the same twin; the "
-                        "paper's own ablation of lambda_2 could not be read (no copy of the paper's tables or code "
-                        "here), so this is the strongest simple alternative a reader would try",
+          control_basis="the paper's baseline, SL, is in the metric itself: the denominator is the supervised twin "
+                        "(the same backbone without the label input), so the claim is PCL against SL at parity; the "
+                        "control is the ablation of the paper's ingredient: PCL's training with the consistency term "
+                        "off (lambda_2 = 0, i.e. two denoising regressions), same network, steps and inference, over "
+                        "the same twin; the paper's own ablation of lambda_2 could not be read (no copy of the paper's "
+                        "tables or code here), so this is the strongest simple alternative a reader would try",
           basis="the abstract and Table 1: PCL's prediction error is below SL's on the N-body systems; threshold 1.0 "
                 "is parity; " + _BASE + "; " + _PREREG + "; control: PCL with the consistency term removed (lam = 0), same run"),
     Claim("pcl_beats_supervised_digits", "The same on occluded digits (RMSE ratio PCL / twin on 397 held-out "
           "images)", "digits.pcl_over_twin", "<=", 1.0, kind="paper", control="digits.lam0_over_twin",
           source="paper", tests="proxy",
-          control_basis="as for pcl_beats_supervised: PCL with the consistency term off (lambda_2 = 0) over the same "
+          control_basis="as for pcl_beats_supervised: SL (the twin) is the paper's baseline, in the metric itself; "
+                        "the control is the ablation, PCL with the consistency term off (lambda_2 = 0) over the same "
                         "twin; the task is the chapter's stand-in for the paper's complex-label tasks (segmentation, "
                         "fine-tuning), hence a proxy",
           basis="the abstract: superiority over supervised training on complex labels; threshold "
@@ -316,11 +318,13 @@ CLAIMS = [
           "5% (RMSE ratio five steps / one step)", "springs.pcl.multi_over_single", "<=", 0.95, kind="paper",
           control="springs.pcl_lam0.multi_over_single", source="preregistered", tests="paper",
           basis="the paper's Algorithm 2 and its multi-step results; the 5% margin is the chapter's issue, fixed "
-                "before any run; " + _PREREG + "; control changed at the first registration (issue 47): it was the "
+                "before any run; RMSE ratio; 0.95 on RMSE ~ 0.90 on MSE (the brief's 0.95 was on MSE), so the bound "
+                "as registered is stricter than the brief's; " + _PREREG + "; control changed at the first registration (issue 47): it was the "
                 "supervised twin run through the same five steps, whose ratio is exactly 1 by construction (it "
                 "ignores its hint), so the claim could not fail to discriminate; the threshold is unchanged, and of "
                 "the new control only its seed 0 value (0.977, from issue 47) was known before registration",
-          control_basis="issue 47: PCL trained without the consistency term (lam = 0), the ingredient the paper adds "
+          control_basis="the paper has no baseline for this; the strongest simple alternative is lambda=0. Issue 47: "
+                        "PCL trained without the consistency term (lam = 0), the ingredient the paper adds "
                         "to denoising training, run through the same five-step inference (999, 800, 600, 400, 200) "
                         "from the same noise; it uses its hint, so it can gain from extra steps (seed 0: 0.977 against "
                         "PCL's 0.988) and can pass the 0.95 bound; replaces the supervised twin, whose ratio is 1 by "
@@ -349,5 +353,5 @@ CHAPTER = register(Chapter(
     slug="pcl", part="supervised",
     title="Generative Modeling Reinvents Supervised Learning: Label Repurposing with Predictive Consistency Learning",
     paper="Li, Ma, Yang, Wu, Zha, Yan. ICML 2025, PMLR 267:35637-35655",
-    experiment=experiment, claims=CLAIMS, level="scaled down", plots=plots, notebook="supervised/01_pcl.ipynb",
+    experiment=experiment, claims=CLAIMS, level="toy analogue", plots=plots, notebook="supervised/01_pcl.ipynb",
 ))
