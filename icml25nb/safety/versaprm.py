@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
+import itertools
 import math
 import time
 import zlib
 from collections import Counter
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Sequence
 
 import numpy as np
@@ -27,7 +30,8 @@ from ..tinylm import TASK_CHARS, TASK_TOKENIZER
 __all__ = ['WALK_EDGES', 'DOMAINS', 'MATH', 'NON_MATH', 'POS_ID', 'NEG_ID', 'TAG_ID', 'SCALE_CONFIG', 'SLIP', 'TRAP', 'NS',
            'CLAIMS', 'CHAPTER', 'Problem', 'CoT', 'Domain', 'sample_problems', 'step_checks', 'label_first_error',
            'NoisySolver', 'encode_cot', 'prm_inputs', 'WindowLM', 'prm_loss', 'train_prm', 'step_scores', 'aggregate',
-           'majority_vote', 'weighted_majority_vote', 'best_of_n', 'experiment', 'plots']
+           'majority_vote', 'weighted_majority_vote', 'best_of_n', 'vote_accuracy', 'best_of_n_exact',
+           'subset_vote_accuracy', 'hold_out', 'overlap', 'experiment', 'plots']
 
 # %% ../../nbs/safety/01_versaprm.ipynb #45f33434
 @dataclass(frozen=True)
@@ -56,47 +60,74 @@ WALK_EDGES = {f"{_WALK[k]}{lab}": _WALK[(m * k + c) % 8] for k in range(8) for l
 
 
 class Domain:
-    "A reasoning domain: its states, how to draw an operation, and the exact transition `apply(state, op)`."
+    "A reasoning domain: states are `width` symbols, `sample_op` draws an operation, `apply` is the exact transition."
 
-    def __init__(self, name: str, states: str, n_steps: int):
-        self.name, self.states, self.n_steps = name, states, n_steps
+    def __init__(self, name: str, symbols: str, width: int, n_steps: int):
+        self.name, self.symbols, self.width, self.n_steps = name, symbols, width, n_steps
 
     def __repr__(self):
-        return f"Domain({self.name!r}, {len(self.states)} states, {self.n_steps} steps)"
+        return f"Domain({self.name!r}, {len(self.symbols)}^{self.width} states, {self.n_steps} steps)"
+
+    @property
+    def n_states(self) -> int:
+        return len(self.symbols) ** self.width
+
+    def valid(self, state) -> bool:
+        "Whether `state` is a state of this domain (`width` symbols of its alphabet)."
+        return isinstance(state, str) and len(state) == self.width and all(c in self.symbols for c in state)
 
     def apply(self, state: str, op: str) -> str:
         "The state after `op` from `state` (the ground truth a step is checked against)."
-        if self.name == "arith":
-            return str((int(state) + int(op[1]) * (1 if op[0] == "+" else -1)) % 10)
-        if self.name == "bool":
-            a, b = int(state), int(op[1])
-            return str({"a": a & b, "o": a | b, "x": a ^ b}[op[0]])
-        if self.name == "cups":
-            return op[1] if state == op[0] else op[0] if state == op[1] else state
-        return WALK_EDGES[state + op]
+        if self.name == "arith":  # a number mod 10^width, plus or minus one digit (with carries)
+            return f"{(int(state) + int(op[1]) * (1 if op[0] == '+' else -1)) % 10 ** self.width:0{self.width}d}"
+        if self.name == "bool":  # a bit string, and/or/xor with a mask
+            f = {"a": lambda a, b: a & b, "o": lambda a, b: a | b, "x": lambda a, b: a ^ b}[op[0]]
+            return "".join(str(f(int(a), int(b))) for a, b in zip(state, op[1:]))
+        if self.name == "cups":  # the cups of `width` balls; `xy` swaps cups x and y
+            x, y = op
+            return "".join(y if c == x else x if c == y else c for c in state)
+        return "".join(WALK_EDGES[c + op] for c in state)  # walk: `width` walkers follow the edge labelled `op`
 
-    def sample_op(self, rng: np.random.Generator) -> str:
+    def sample_op(self, rng: np.random.Generator, state: str) -> str:
         if self.name == "arith":
             return str(rng.choice(list("+-"))) + str(rng.integers(1, 10))
         if self.name == "bool":
-            return str(rng.choice(list("aox"))) + str(rng.integers(0, 2))
-        if self.name == "cups":
-            x, y = rng.choice(list(self.states), 2, replace=False)
-            return str(x) + str(y)
+            return str(rng.choice(list("aox"))) + "".join(str(b) for b in rng.integers(0, 2, self.width))
+        if self.name == "cups":  # one of the swapped cups holds a ball, so every step moves one
+            x = state[int(rng.integers(self.width))]
+            y = str(rng.choice([c for c in self.symbols if c != x]))
+            return x + y if rng.random() < 0.5 else y + x
         return str(rng.integers(1, 3))
 
     def sample_problem(self, rng: np.random.Generator) -> Problem:
         "A random problem of `n_steps` operations, with its answer."
-        start = str(rng.choice(list(self.states)))
-        ops = tuple(self.sample_op(rng) for _ in range(self.n_steps))
-        s = start
-        for op in ops:
-            s = self.apply(s, op)
-        return Problem(self.name, start, ops, s)
+        start = "".join(str(c) for c in rng.choice(list(self.symbols), self.width))
+        s, ops = start, []
+        for _ in range(self.n_steps):
+            ops.append(self.sample_op(rng, s))
+            s = self.apply(s, ops[-1])
+        return Problem(self.name, start, tuple(ops), s)
+
+    def wrong(self, state: str, u: float) -> str:
+        "A state other than `state`, uniform over the other `n_states - 1` as `u` runs over [0, 1)."
+        k = int(u * (self.n_states - 1))
+        k += k >= self.index(state)
+        out = []
+        for _ in range(self.width):
+            k, r = divmod(k, len(self.symbols))
+            out.append(self.symbols[r])
+        return "".join(reversed(out))
+
+    def index(self, state: str) -> int:
+        "The rank of `state` among the domain's states (base-`len(symbols)` digits)."
+        k = 0
+        for c in state:
+            k = k * len(self.symbols) + self.symbols.index(c)
+        return k
 
 
-DOMAINS = {"arith": Domain("arith", "0123456789", 5), "bool": Domain("bool", "01", 6),
-           "cups": Domain("cups", "abcd", 5), "walk": Domain("walk", _WALK, 5)}
+DOMAINS = {"arith": Domain("arith", "0123456789", 3, 5), "bool": Domain("bool", "01", 6, 6),
+           "cups": Domain("cups", "abcdef", 3, 5), "walk": Domain("walk", _WALK, 4, 5)}
 MATH = "arith"
 NON_MATH = tuple(d for d in DOMAINS if d != MATH)
 
@@ -114,12 +145,12 @@ def sample_problems(domain: str, n: int, seed: int = 0, stream: int = 0) -> list
     return [dom.sample_problem(rng) for _ in range(n)]
 
 # %% ../../nbs/safety/01_versaprm.ipynb #1d7dbdc7
-def _parse_step(step: str):
-    "(input state, operation, output state) of a step `s<op>=t`, or None."
-    if not isinstance(step, str) or "=" not in step or len(step) < 3:
+def _parse_step(step: str, width: int):
+    "(input state, operation, output state) of a step `s<op>=t` whose states have `width` symbols, or None."
+    if not isinstance(step, str) or "=" not in step or len(step) < width + 2:
         return None
     left, t = step.split("=", 1)
-    return left[0], left[1:], t
+    return left[:width], left[width:], t
 
 
 def step_checks(cot: CoT, problem: Problem) -> list[bool]:
@@ -130,9 +161,9 @@ def step_checks(cot: CoT, problem: Problem) -> list[bool]:
         raise TypeError(f"cot must be a CoT, got {type(cot).__name__}")
     dom, out, prev = _domain(problem.domain), [], problem.start
     for i, step in enumerate(cot.steps):
-        p = _parse_step(step)
+        p = _parse_step(step, dom.width)
         ok = (p is not None and i < len(problem.ops) and prev is not None and p[0] == prev
-              and p[1] == problem.ops[i] and p[0] in dom.states and p[2] == dom.apply(p[0], p[1]))
+              and p[1] == problem.ops[i] and dom.valid(p[0]) and p[2] == dom.apply(p[0], p[1]))
         out.append(bool(ok))
         prev = p[2] if p is not None else None
     return out
@@ -146,9 +177,9 @@ def label_first_error(cot: CoT, problem: Problem) -> int:
         raise TypeError(f"cot must be a CoT, got {type(cot).__name__}")
     dom, state = _domain(problem.domain), problem.start
     for i, step in enumerate(cot.steps):
-        p = _parse_step(step)
+        p = _parse_step(step, dom.width)
         if p is None or i >= len(problem.ops) or p[0] != state or p[1] != problem.ops[i] \
-                or p[0] not in dom.states or p[2] != dom.apply(state, p[1]):
+                or not dom.valid(p[0]) or p[2] != dom.apply(state, p[1]):
             return i
         state = p[2]
     return -1 if len(cot.steps) == len(problem.ops) else len(cot.steps)
@@ -157,20 +188,24 @@ def label_first_error(cot: CoT, problem: Problem) -> int:
 class NoisySolver:
     "Writes CoTs that slip with probability `slip[domain]` per step and fall for one per-problem misconception."
 
-    def __init__(self, slip: float | dict, trap: tuple = (0.1, 0.8), seed: int = 0):
+    def __init__(self, slip: float | dict, trap: tuple | dict = (0.1, 0.8), seed: int = 0):
         slip = dict(slip) if isinstance(slip, dict) else {d: slip for d in DOMAINS}
+        trap = dict(trap) if isinstance(trap, dict) else {d: trap for d in DOMAINS}
         for d, v in slip.items():
             _domain(d)
             if not (isinstance(v, (int, float)) and 0 <= v < 1):
                 raise ValueError(f"slip[{d!r}] must lie in [0, 1), got {v!r}")
-        if not (len(trap) == 2 and 0 <= trap[0] <= trap[1] <= 1):
-            raise ValueError(f"trap must be (lo, hi) with 0 <= lo <= hi <= 1, got {trap!r}")
-        self.slip, self.trap, self.seed = slip, tuple(trap), check_seed(seed)
+        for d, v in trap.items():
+            _domain(d)
+            if not (len(v) == 2 and 0 <= v[0] <= v[1] <= 1):
+                raise ValueError(f"trap must be (lo, hi) with 0 <= lo <= hi <= 1, got {v!r}")
+        self.slip, self.trap, self.seed = slip, {d: tuple(v) for d, v in trap.items()}, check_seed(seed)
 
     def misconception(self, problem: Problem) -> tuple[float, int, float]:
         "(probability, step, which wrong state) of this problem's misconception."
         rng = make_rng(self.seed, 71, zlib.crc32(problem.text.encode()))
-        return float(rng.uniform(*self.trap)), int(rng.integers(len(problem.ops))), float(rng.random())
+        return (float(rng.uniform(*self.trap.get(problem.domain, (0.0, 0.0)))), int(rng.integers(len(problem.ops))),
+                float(rng.random()))
 
     def generate(self, problem: Problem, n: int, stream: int = 0) -> tuple[list[CoT], list[int]]:
         "`n` CoTs for `problem` and the index of the first error the solver made in each (-1: none)."
@@ -185,14 +220,13 @@ class NoisySolver:
             trapped = rng.random() < pi
             s, steps, first = problem.start, [], -1
             for i, op in enumerate(problem.ops):
-                t = dom.apply(s, op)
-                wrong = [x for x in dom.states if x != t]
+                t = right = dom.apply(s, op)
                 slip = rng.random() < self.slip.get(problem.domain, 0.0)
-                if trapped and i == j:
-                    t = wrong[int(u * len(wrong))]
-                elif slip:
-                    t = wrong[int(rng.integers(len(wrong)))]
-                if t != dom.apply(s, op) and first < 0:
+                if trapped and i == j:  # the misconception: one fixed wrong state for this step's input
+                    t = dom.wrong(right, u)
+                elif slip:  # a slip: a uniformly wrong state
+                    t = dom.wrong(right, float(rng.random()))
+                if t != right and first < 0:
                     first = i
                 steps.append(f"{s}{op}={t}")
                 s = t
@@ -239,17 +273,20 @@ def prm_inputs(problems: Sequence[Problem], cots: Sequence[CoT], first_errors: S
 class WindowLM(nn.Module):
     "A causal LM that reads the last `window` tokens at each position: embeddings, concatenated, then an MLP."
 
-    def __init__(self, vocab_size: int = len(TASK_CHARS), window: int = 6, d: int = 16, hidden: int = 128,
+    def __init__(self, vocab_size: int = len(TASK_CHARS), window: int = 21, d: int = 16, hidden: int = 256,
                  context: int = 512):
         super().__init__()
         self.window, self.context, self.pad = check_int("window", window, 1), context, vocab_size
         self.emb = nn.Embedding(vocab_size + 1, d)  # id `vocab_size` pads before the start of the sequence
         self.mlp = nn.Sequential(nn.Linear(window * d, hidden), nn.GELU(), nn.Linear(hidden, vocab_size))
 
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        "Logits (B, T, V) for ids (B, T)."
+    def forward(self, idx: torch.Tensor, where: torch.Tensor | None = None) -> torch.Tensor:
+        "Logits (B, T, V) for ids (B, T); with a mask `where` (B, T), only the logits (n, V) at its True positions."
         B, T = idx.shape
         w = F.pad(idx, (self.window - 1, 0), value=self.pad).unfold(1, self.window, 1)  # (B, T, window)
+        if where is not None:  # the same numbers as `forward(idx)[where]`, computed at those positions only
+            w = w[where]
+            return self.mlp(self.emb(w).reshape(len(w), -1))
         return self.mlp(self.emb(w).reshape(B, T, -1))
 
 
@@ -258,14 +295,20 @@ def _check_model(model):
         raise TypeError(f"model must be a torch module from ids (B, T) to logits (B, T, V), got {type(model).__name__}")
 
 
+def _logits_at(model: nn.Module, ids: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
+    "The LM's logits (n, V) at the True positions of `where` (a `WindowLM` computes only those)."
+    return model(ids, where) if isinstance(model, WindowLM) else model(ids)[where]
+
+
 def prm_loss(model: nn.Module, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     "Cross-entropy of the (`-`, `+`) logits at the labelled step tags (the authors' 2-way loss on the LM head)."
-    logits = model(ids)[..., [NEG_ID, POS_ID]].float()
-    return F.cross_entropy(logits.reshape(-1, 2), labels.reshape(-1), ignore_index=-100)
+    at = labels != -100
+    logits = _logits_at(model, ids, at)[:, [NEG_ID, POS_ID]].float()
+    return F.cross_entropy(logits, labels[at])
 
 
 def train_prm(model: nn.Module, ids: torch.Tensor, labels: torch.Tensor, steps: int = 300, lr: float = 1e-2,
-              batch_size: int = 32, seed: int = 0, desc: str = "train PRM") -> np.ndarray:
+              batch_size: int = 64, seed: int = 0, desc: str = "train PRM") -> np.ndarray:
     "Train `model` as a PRM on (`ids`, `labels`) from `prm_inputs`; returns the loss of every step."
     _check_model(model)
     steps, batch_size, seed = check_int("steps", steps, 1), check_int("batch_size", batch_size, 1), check_seed(seed)
@@ -301,8 +344,9 @@ def step_scores(model: nn.Module, problems: Sequence[Problem], cots: Sequence[Co
     model.eval()
     out = []
     for i in range(0, len(ids), chunk):
-        p = model(ids[i:i + chunk])[..., [NEG_ID, POS_ID]].float().softmax(-1)[..., 1]
-        out += [row[m].numpy().astype(np.float64) for row, m in zip(p, tag[i:i + chunk])]
+        m = tag[i:i + chunk]
+        p = _logits_at(model, ids[i:i + chunk], m)[:, [NEG_ID, POS_ID]].float().softmax(-1)[:, 1].numpy()
+        out += np.split(p.astype(np.float64), np.cumsum(m.sum(1).numpy())[:-1])
     model.train(was)
     return out
 
@@ -353,15 +397,89 @@ def best_of_n(answers: Sequence, scores) -> object:
     s = _check_votes(answers, scores, "scores")
     return answers[int(np.argmax(s))]
 
+def vote_accuracy(answers: Sequence, correct, weights=None) -> Fraction:
+    """Exact expected correctness of the (weighted) majority vote over the CoTs taken in a uniformly random order,
+    ties to the answer seen first (the authors' `Counter.most_common` / `max` on a `random.sample`): a tied answer
+    wins with probability (its number of CoTs) / (the tied answers' number of CoTs). `correct[i]`: CoT i is right."""
+    w = _check_votes(answers, weights) if weights is not None else np.ones(len(answers))
+    ok = np.asarray(correct, dtype=bool)
+    if ok.shape != (len(answers),):
+        raise ValueError(f"correct must give one flag per answer, got shape {ok.shape} for {len(answers)} answers")
+    groups = {}
+    for a, x, c in zip(answers, w, ok):
+        g = groups.setdefault(a, [[], 0, False])
+        g[0].append(float(x)); g[1] += 1; g[2] |= bool(c)
+    total = {a: math.fsum(g[0]) for a, g in groups.items()}  # exactly rounded: the same in every order
+    top = max(total.values())
+    tied = [a for a in groups if total[a] == top]
+    return Fraction(sum(groups[a][1] for a in tied if groups[a][2]), sum(groups[a][1] for a in tied))
+
+
+def best_of_n_exact(scores, correct, n: int) -> Fraction:
+    """Exact expected correctness of Best-of-`n` over all `n`-subsets of the pool (drawn without replacement, as the
+    authors' `random.sample`), ties among the subset's top scores broken uniformly (their `max` on a random order).
+    The top of a subset lies in the group of CoTs of score v, with h CoTs scored above v, in C(M-h, n) - C(M-h-g, n) of
+    the C(M, n) subsets, and then is each of the g members of the group with equal probability."""
+    s = np.asarray(scores, dtype=np.float64)
+    ok = np.asarray(correct, dtype=bool)
+    if s.ndim != 1 or not len(s) or not np.isfinite(s).all() or ok.shape != s.shape:
+        raise ValueError(f"scores must be a non-empty finite 1-D array with one correct flag each, got {s.shape}, {ok.shape}")
+    M = len(s)
+    n = check_int("n", n, 1)
+    if n > M:
+        raise ValueError(f"n must be at most the pool size {M}, got {n}")
+    acc, h = Fraction(0), 0
+    for v in np.unique(s)[::-1]:
+        grp = s == v
+        g, c = int(grp.sum()), int(ok[grp].sum())
+        acc += Fraction((math.comb(M - h, n) - math.comb(M - h - g, n)) * c, g)
+        h += g
+    return acc / math.comb(M, n)
+
+
+@functools.lru_cache(maxsize=None)
+def _subsets(M: int, n: int) -> np.ndarray:
+    "Every `n`-subset of `M` items as a 0/1 matrix (C(M, n), M)."
+    out = np.zeros((math.comb(M, n), M), dtype=np.int16)
+    for r, c in enumerate(itertools.combinations(range(M), n)):
+        out[r, list(c)] = 1
+    return out
+
+
+def subset_vote_accuracy(answers, correct, n: int) -> Fraction:
+    """Exact expected correctness of the majority vote of `n` CoTs drawn from each problem's pool without replacement,
+    over all C(M, n) subsets, ties as in `vote_accuracy`; `answers` and `correct` are (problems, M), summed over problems."""
+    A = np.asarray(answers)
+    ok = np.asarray(correct, dtype=bool)
+    if A.ndim != 2 or ok.shape != A.shape:
+        raise ValueError(f"answers and correct must be (problems, M) of one shape, got {A.shape} and {ok.shape}")
+    P, M = A.shape
+    n = check_int("n", n, 1)
+    if n > M:
+        raise ValueError(f"n must be at most the pool size {M}, got {n}")
+    masks, lcm = _subsets(M, n), math.lcm(*range(1, n + 1))
+    total = 0
+    for a, c in zip(A, ok):
+        codes = np.unique(a, return_inverse=True)[1].ravel()
+        onehot = np.zeros((M, codes.max() + 1), dtype=np.int16)
+        onehot[np.arange(M), codes] = 1
+        counts = masks @ onehot  # (subsets, answers): votes of each answer in each subset
+        tied = counts == counts.max(1, keepdims=True)
+        right = np.zeros(onehot.shape[1], dtype=bool)
+        right[codes[c]] = True
+        won = (counts * (tied & right)).sum(1)  # votes of the right answer where it is tied for the top, else 0
+        total += int((won * lcm // (counts * tied).sum(1)).sum())  # exact: the denominator divides lcm(1..n)
+    return Fraction(total, lcm * len(masks) * P)
+
 # %% ../../nbs/safety/01_versaprm.ipynb #5b10aaac
 SCALE_CONFIG = {
-    "fast": dict(n_train=300, cots_train=4, n_eval=100, n_cots=16, steps_math=300, steps_versa=200, steps_nonmath=200,
-                 batch_size=32, lr=1e-2, subsets=8),
-    "full": dict(n_train=1000, cots_train=8, n_eval=400, n_cots=16, steps_math=1500, steps_versa=1000,
-                 steps_nonmath=1000, batch_size=64, lr=1e-2, subsets=10),
+    "fast": dict(n_train=1000, cots_train=4, n_eval=100, n_cots=16, steps_math=800, steps_versa=800, steps_nonmath=800,
+                 batch_size=64, lr=1e-2),
+    "full": dict(n_train=4000, cots_train=4, n_eval=400, n_cots=16, steps_math=3000, steps_versa=3000,
+                 steps_nonmath=3000, batch_size=64, lr=1e-2),
 }
 SLIP = {"arith": 0.05, "bool": 0.05, "cups": 0.05, "walk": 0.05}
-TRAP = (0.1, 0.8)
+TRAP = {"arith": (0.05, 0.65), "bool": (0.15, 0.85), "cups": (0.05, 0.7), "walk": (0.05, 0.65)}
 NS = (1, 2, 4, 8, 16)
 
 
@@ -381,36 +499,59 @@ def _select(P, C, L, domains):
     return [P[i] for i in keep], [C[i] for i in keep], [L[i] for i in keep]
 
 
-def _accuracies(answers, ref, scores, n_cots, subsets, rng):
-    "MV and WMV at N = n_cots, BoN at each N in NS (mean over random subsets for N < n_cots)."
-    mv = np.mean([majority_vote(list(a)) == r for a, r in zip(answers, ref)])
-    wmv = np.mean([weighted_majority_vote(list(a), w) == r for a, w, r in zip(answers, scores, ref)])
-    bon, rows = {}, np.arange(len(ref))
-    for N in NS:
-        reps = 1 if N == n_cots else subsets
-        hits = 0.0
-        for _ in range(reps):  # best_of_n on every row at once: the first CoT of highest score in a random subset
-            idx = np.argsort(rng.random((len(ref), n_cots)), 1)[:, :N]
-            pick = idx[rows, np.argmax(scores[rows[:, None], idx], 1)]
-            hits += np.mean(answers[rows, pick] == ref)
-        bon[N] = float(hits / reps)
-    return float(mv), float(wmv), bon
+def hold_out(train: tuple, evaluation: tuple) -> tuple[tuple, dict]:
+    """Training data (problems, CoTs, first errors) with nothing of the evaluation in it: problems that are evaluation
+    problems are dropped, and each CoT is cut before its first step whose string is an evaluation step (any step of
+    any evaluation CoT); its label is its first error if that lies in the part kept (else -1: all kept steps right)."""
+    P, C, L = train
+    ev_steps = {s for c in evaluation[1] for s in c.steps}
+    ev_problems = {q.text for q in evaluation[0]}
+    out, kept, total = ([], [], []), 0, 0
+    for q, c, f in zip(P, C, L):
+        total += len(c.steps)
+        if q.text in ev_problems:
+            continue
+        k = next((i for i, s in enumerate(c.steps) if s in ev_steps), len(c.steps))
+        if k == 0:
+            continue
+        kept += k
+        out[0].append(q); out[1].append(CoT(c.steps[:k], c.answer if k == len(c.steps) else ""))
+        out[2].append(f if f < k else -1)
+    return out, dict(steps_kept=kept / max(total, 1), cots_kept=len(out[1]) / max(len(C), 1))
+
+
+def overlap(train: tuple, evaluation: tuple) -> dict:
+    "What evaluation shares with training: problems (by text), and step strings, all and labelled (up to the first error)."
+    Ptr, Ctr, Ltr = train
+    tr_all = {s for c in Ctr for s in c.steps}
+    tr_lab = {s for c, f in zip(Ctr, Ltr) for s in (c.steps if f < 0 else c.steps[:f + 1])}
+    ev = {s for c in evaluation[1] for s in c.steps}
+    return dict(problems=len({q.text for q in Ptr} & {q.text for q in evaluation[0]}), steps=len(tr_all & ev),
+                labelled_steps=len(tr_lab & ev), eval_steps=len(ev))
+
+
+def _points(x: Fraction) -> float:
+    "A fraction of problems in points, rounded once from the exact value."
+    return float(100 * x)
 
 
 def experiment(scale: str = "fast", seed: int = 0) -> dict:
-    "Train the math, multi-domain and non-math PRMs on solver CoTs and compare MV, WMV and BoN per domain."
+    "Train the math, multi-domain and non-math PRMs on solver CoTs; compare MV, WMV and BoN per domain on held-out data."
     cfg = SCALE_CONFIG[check_scale(scale)]
     seed = check_seed(seed)
     t0 = time.perf_counter()
     solver = NoisySolver(SLIP, TRAP, seed)
-    Ptr, Ctr, Ltr = _data(DOMAINS, cfg["n_train"], cfg["cots_train"], solver, seed, 1)
     Pev, Cev, Lev = _data(DOMAINS, cfg["n_eval"], cfg["n_cots"], solver, seed, 2)
+    raw = _data(DOMAINS, cfg["n_train"], cfg["cots_train"], solver, seed, 1)
+    before = overlap(raw, (Pev, Cev, Lev))  # what a split by problem draws alone would share
+    (Ptr, Ctr, Ltr), kept = hold_out(raw, (Pev, Cev, Lev))
+    shared = overlap((Ptr, Ctr, Ltr), (Pev, Cev, Lev))
     # check: the labeller, the exhaustive step check and the solver's own record agree on every CoT
     mism = 0
-    for q, c, f in zip(Ptr + Pev, Ctr + Cev, Ltr + Lev):
+    for q, c, f in zip(raw[0] + Pev, raw[1] + Cev, raw[2] + Lev):
         chk = step_checks(c, q)
         mism += not (label_first_error(c, q) == f == (chk.index(False) if False in chk else -1))
-    labels = [label_first_error(c, q) for q, c in zip(Ptr, Ctr)]
+    labels = Ltr
     torch.manual_seed(seed)
     math_prm, nonmath_prm = WindowLM(), WindowLM()
     kw = dict(lr=cfg["lr"], batch_size=cfg["batch_size"])
@@ -420,42 +561,57 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     train_prm(versa, *prm_inputs(Ptr, Ctr, labels), steps=cfg["steps_versa"], seed=seed + 1, desc="VersaPRM", **kw)
     train_prm(nonmath_prm, *prm_inputs(*_select(Ptr, Ctr, labels, NON_MATH)), steps=cfg["steps_nonmath"],
               seed=seed + 2, desc="non-math PRM", **kw)
-    # check: the PRM never sees the reference answer (scores unchanged when every answer is replaced)
+    # the withdrawn check: scores unchanged when every answer is replaced (the answer is not in the PRM's input)
     blind = [dataclasses.replace(q, answer="?") for q in Pev[:200]]
     leak = float(np.max(np.abs(np.concatenate(step_scores(versa, Pev[:200], Cev[:200]))
                                - np.concatenate(step_scores(versa, blind, Cev[:200])))))
     prms = {"math": math_prm, "versa": versa, "nonmath": nonmath_prm}
     scores = {k: aggregate(step_scores(m, Pev, Cev), "min") for k, m in prms.items()}
-    rng = make_rng(seed, 74)
-    scores["random"] = rng.random(len(Cev))
+    scores["random"] = make_rng(seed, 74).random(len(Cev))
     N, res = cfg["n_cots"], dict(config=cfg, domains=list(DOMAINS), ns=list(NS))
-    per = {}
+    per, exact = {}, {}
     for d in DOMAINS:
         idx = np.array([i for i, q in enumerate(Pev) if q.domain == d])
         answers = np.array([Cev[i].answer for i in idx]).reshape(-1, N)
         ref = np.array([Pev[i].answer for i in idx]).reshape(-1, N)[:, 0]
-        row = dict(chain=float(np.mean(answers == ref[:, None])), oracle=float(np.mean((answers == ref[:, None]).any(1))))
+        ok = answers == ref[:, None]
+        n = len(ref)
+        ex = dict(mv=sum(vote_accuracy(list(a), o) for a, o in zip(answers, ok)) / n,
+                  mv_n=[subset_vote_accuracy(answers, ok, k) for k in NS])
         for k, s in scores.items():
-            mv, wmv, bon = _accuracies(answers, ref, s[idx].reshape(-1, N), N, cfg["subsets"], make_rng(seed, 75))
-            row["mv"], row[f"wmv_{k}"], row[f"bon_{k}"] = mv, wmv, [bon[n] for n in NS]
+            S = s[idx].reshape(-1, N)
+            ex[f"wmv_{k}"] = sum(vote_accuracy(list(a), o, w) for a, o, w in zip(answers, ok, S)) / n
+            ex[f"bon_{k}"] = [sum(best_of_n_exact(w, o, m) for w, o in zip(S, ok)) / n for m in NS]
+        exact[d] = ex
+        row = dict(chain=float(ok.mean()), oracle=float(ok.any(1).mean()), n_problems=n)
+        for key, v in ex.items():
+            row[key] = [float(x) for x in v] if isinstance(v, list) else float(v)
         per[d] = row
     res["per_domain"] = per
-    gain = lambda k, ds: 100 * float(np.mean([per[d][f"wmv_{k}"] - per[d]["mv"] for d in ds]))
-    bon_gain = lambda k: 100 * float(min(per[d][f"bon_{k}"][-1] - per[d][f"bon_{k}"][0] for d in DOMAINS))
+    # differences of exact fractions (counts over problems and orders), turned into points once
+    gain = lambda k, ds: _points(sum(exact[d][f"wmv_{k}"] - exact[d]["mv"] for d in ds) / len(ds))
+    steps_up = lambda curve: min(_points(b - a) for a, b in zip(curve, curve[1:]))
+    slope = lambda curve: float(np.polyfit(np.log2(NS), [100 * float(x) for x in curve], 1)[0])
     res.update(
         gain_nonmath_versa=gain("versa", NON_MATH), gain_nonmath_math=gain("math", NON_MATH),
         gain_math_versa=gain("versa", (MATH,)), gain_math_math=gain("math", (MATH,)),
-        math_versa_minus_math=100 * (per[MATH]["wmv_versa"] - per[MATH]["wmv_math"]),
-        math_nonmath_minus_math=100 * (per[MATH]["wmv_nonmath"] - per[MATH]["wmv_math"]),
-        bon_gain_min_versa=bon_gain("versa"), bon_gain_min_random=bon_gain("random"),
-        mv_min=min(per[d]["mv"] for d in DOMAINS), mv_max=max(per[d]["mv"] for d in DOMAINS),
-        label_mismatches=int(mism), answer_leak=leak, n_labelled=len(Ptr) + len(Pev),
-        timings=dict(seconds=time.perf_counter() - t0))
+        math_versa_minus_math=_points(exact[MATH]["wmv_versa"] - exact[MATH]["wmv_math"]),
+        math_nonmath_minus_math=_points(exact[MATH]["wmv_nonmath"] - exact[MATH]["wmv_math"]),
+        bon_gain_min_versa=min(_points(exact[d]["bon_versa"][-1] - exact[d]["bon_versa"][0]) for d in DOMAINS),
+        bon_gain_min_random=min(_points(exact[d]["bon_random"][-1] - exact[d]["bon_random"][0]) for d in DOMAINS),
+        bon_step_min_versa=min(steps_up(exact[d]["bon_versa"]) for d in DOMAINS),
+        mv_step_min=min(steps_up(exact[d]["mv_n"]) for d in DOMAINS),
+        bon_slope_min_versa=min(slope(exact[d]["bon_versa"]) for d in DOMAINS),
+        mv_slope_min=min(slope(exact[d]["mv_n"]) for d in DOMAINS),
+        mv_min=min(_points(exact[d]["mv"]) for d in DOMAINS), mv_max=max(_points(exact[d]["mv"]) for d in DOMAINS),
+        label_mismatches=int(mism), answer_leak=leak, n_labelled=len(raw[1]) + len(Cev),
+        heldout_shared=shared["problems"] + shared["steps"], overlap_before=before, overlap_after=shared,
+        train_kept=kept, timings=dict(seconds=time.perf_counter() - t0))
     return res
 
 
 def plots(result: dict) -> dict:
-    "WMV gain over MV per domain and PRM; Best-of-N accuracy against N per domain."
+    "WMV gain over MV per domain and PRM; Best-of-N accuracy (VersaPRM) and majority voting against N per domain."
     import matplotlib.pyplot as plt
     per, doms, ns = result["per_domain"], result["domains"], result["ns"]
     fig, ax = plt.subplots(1, 2, figsize=(11, 3.6))
@@ -465,43 +621,76 @@ def plots(result: dict) -> dict:
                   label=lab)
     ax[0].axhline(0, color="k", lw=0.8)
     ax[0].set_xticks(range(len(doms)), doms)
-    ax[0].set_ylabel("WMV - MV (points), N = 16")
+    ax[0].set_ylabel("WMV - MV (points), N = 16, held out")
     ax[0].legend(fontsize=8)
     for d, c in zip(doms, plt.rcParams["axes.prop_cycle"].by_key()["color"]):
-        ax[1].plot(ns, [100 * v for v in per[d]["bon_versa"]], "o-", color=c, label=f"{d}: VersaPRM")
-        ax[1].plot(ns, [100 * v for v in per[d]["bon_random"]], "x:", color=c, label=f"{d}: random")
+        ax[1].plot(ns, [100 * v for v in per[d]["bon_versa"]], "o-", color=c, label=f"{d}: BoN VersaPRM")
+        ax[1].plot(ns, [100 * v for v in per[d]["mv_n"]], "x:", color=c, label=f"{d}: MV")
     ax[1].set_xscale("log", base=2)
     ax[1].set_xlabel("N")
-    ax[1].set_ylabel("Best-of-N accuracy (%)")
+    ax[1].set_ylabel("accuracy (%), exact over subsets")
     ax[1].legend(fontsize=7, ncol=2)
     fig.tight_layout()
     return {"versaprm": fig}
 
 # %% ../../nbs/safety/01_versaprm.ipynb #479165a1
-_PREREG = ("thresholds 5 and -2 points from the issue, fixed before any run; 5 points for bon_scales fixed after "
-           "one seed-0 prototype run with other solver settings; recorded 2026-12-05 with seeds 0-3 run before seeds 4-15: versa_helps_off_math 24.7, 26.7, 16.3, 19.3 (control -2.3, -0.7, -6.7, -10.7); no_math_regression 3, 4, -3, -5 (control -29, -31, -27, -25); bon_scales 22.9, 27.5, 18.5, 7.5 (control -1.8, -11.6, -2.5, -8.1)")
+_PREREG_1 = ("first version (issue 46 era, evaluation steps seen in training): thresholds 5 and -2 points from the "
+             "issue, 5 points for bon_scales after one seed-0 prototype run")
+_PREREG = ("registration 1 (issue 47): held-out evaluation, exact Best-of-N and votes; thresholds from the paper or "
+           "the issue (5, -2, 0, 50, 80 points), none fixed on results; the solver's misconception ranges (TRAP) set "
+           "on seeds 0-3 from majority-vote accuracy alone (no PRM) to bring it into the issue's 50-80%")
+_MV_CONTROL = ("control: majority voting over the same subsets of the same CoTs (the issue's suggestion; the paper's "
+               "figures plot MV beside BoN); exact over all subsets, ties as the authors break them")
 CLAIMS = [
     Claim("versa_helps_off_math", "On the non-math domains (bool, cups, walk), VersaPRM's weighted majority vote gains "
           "at least 5 points over majority voting at N = 16 (mean gain, points)",
-          "gain_nonmath_versa", ">=", 5.0, kind="paper", control="gain_nonmath_math", source="paper",
+          "gain_nonmath_versa", ">=", 5.0, kind="paper", control="gain_nonmath_math", source="paper", tests="paper",
           basis="paper abstract: VersaPRM +7.9% over MV on MMLU-Pro Law vs +1.3% for Qwen2.5-Math-PRM; 5 lies between; "
-                "control: the math-only PRM's gain on the same domains and CoTs; " + _PREREG),
+                "measured on evaluation problems and steps held out from training; " + _PREREG,
+          control_basis="the paper's baseline: a math-only PRM (the paper's Qwen2.5-Math-PRM / Llama-PRM800K), here "
+                        "the same model before the multi-domain fine-tuning, on the same domains and CoTs"),
     Claim("no_math_regression", "On arith (math), VersaPRM's weighted majority vote is at most 2 points below the math "
           "PRM's (VersaPRM minus math PRM, points)", "math_versa_minus_math", ">=", -2.0, kind="paper",
-          control="math_nonmath_minus_math", source="preregistered",
-          basis="paper: VersaPRM keeps the math PRM's math performance; 2-point tolerance from the issue; control: "
-                "a PRM trained on the non-math domains only, in VersaPRM's place; " + _PREREG),
+          control="math_nonmath_minus_math", source="preregistered", tests="paper",
+          basis="paper: VersaPRM keeps the math PRM's math performance; 2-point tolerance from the issue (46); the "
+                "difference is computed exactly from counts (issue 47: seed 9 gave -2.0000000000000018); " + _PREREG,
+          control_basis="a PRM trained on the non-math domains only, in VersaPRM's place (what the multi-domain "
+                        "fine-tuning would be without the math PRM it starts from)"),
     Claim("bon_scales", "Best-of-N with VersaPRM gains at least 5 points from N = 1 to N = 16 on every domain "
           "(smallest gain over the four domains, points)", "bon_gain_min_versa", ">=", 5.0, kind="paper",
-          control="bon_gain_min_random", source="preregistered",
+          control="bon_gain_min_random", source="preregistered", tests="paper",
           basis="paper: BoN accuracy with VersaPRM grows with N in every domain; control: BoN with random scores; "
-                + _PREREG),
+                + _PREREG_1 + "; now measured exactly (closed form over all subsets)",
+          control_basis="random scores (ruled out as a control by the book)",
+          status="withdrawn", reason="its control is random scores, which the book rules out, and it compares N = 1 "
+          "with N = 16 only; replaced by bon_curve_rises and bon_slope (control: majority voting). Still measured, "
+          "now exactly over all subsets (issue 47)"),
     Claim("labels_exact", "label_first_error, the exhaustive step check and the solver's own record of its first error "
           "agree on every CoT (mismatches)", "label_mismatches", "<=", 0, kind="check",
           basis="three independent computations of the first wrong step"),
     Claim("prm_blind_to_answer", "The PRM's step scores do not change when every problem's reference answer is replaced "
           "(largest change)", "answer_leak", "<=", 0.0, kind="check",
-          basis="the answer is not in the PRM's input (encode_cot)"),
+          basis="the answer is not in the PRM's input (encode_cot)", status="withdrawn",
+          reason="holds by construction: the reference answer is not in encode_cot's input (issue 47); what could leak "
+                 "an evaluation answer into the PRM is training on the evaluation problems, which heldout_disjoint "
+                 "tests"),
+    Claim("heldout_disjoint", "No evaluation problem and no evaluation step string (of any evaluation CoT) occurs in the "
+          "PRM training data (shared problems plus shared step strings)", "heldout_shared", "<=", 0, kind="check",
+          basis="issue 47: evaluate on problems and steps held out from training; counted on the data the PRMs are "
+                "trained on, independently of hold_out's cut"),
+    Claim("mv_at_least_50", "Majority-vote accuracy at N = 16 is at least 50% in every domain (smallest over the four, %)",
+          "mv_min", ">=", 50.0, kind="check", basis="issue 47 / the brief: the solver is tuned so that MV is 50-80%"),
+    Claim("mv_at_most_80", "Majority-vote accuracy at N = 16 is at most 80% in every domain (largest over the four, %)",
+          "mv_max", "<=", 80.0, kind="check", basis="issue 47 / the brief: the solver is tuned so that MV is 50-80%"),
+    Claim("bon_curve_rises", "On every domain, Best-of-N accuracy with VersaPRM does not decrease from N to 2N over "
+          "N = 1, 2, 4, 8, 16 (smallest step over the four domains and four doublings, points)", "bon_step_min_versa",
+          ">=", 0.0, kind="paper", control="mv_step_min", source="issue 47", tests="paper",
+          basis="issue 47: accuracy improves with N (non-decreasing over 1, 2, 4, 8, 16); exact over all subsets, so "
+                "0 is exact; " + _PREREG, control_basis=_MV_CONTROL),
+    Claim("bon_slope", "On every domain, the least-squares slope of Best-of-N accuracy with VersaPRM against log2 N over "
+          "N = 1, 2, 4, 8, 16 is positive (smallest slope over the four domains, points per doubling)",
+          "bon_slope_min_versa", ">", 0.0, kind="paper", control="mv_slope_min", source="issue 47", tests="paper",
+          basis="issue 47: accuracy improves with N (or a positive slope); " + _PREREG, control_basis=_MV_CONTROL),
 ]
 CHAPTER = register(Chapter(
     slug="versaprm", part="safety",
