@@ -1774,6 +1774,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                     'icml25nb.rl.maxent._train': ('rl/maxent.html#_train', 'icml25nb/rl/maxent.py'),
                                     'icml25nb.rl.maxent.alpha_star': ('rl/maxent.html#alpha_star', 'icml25nb/rl/maxent.py'),
                                     'icml25nb.rl.maxent.alpha_star_approx': ('rl/maxent.html#alpha_star_approx', 'icml25nb/rl/maxent.py'),
+                                    'icml25nb.rl.maxent.best_tanh_gaussian': ('rl/maxent.html#best_tanh_gaussian', 'icml25nb/rl/maxent.py'),
                                     'icml25nb.rl.maxent.bifurcation_mdp': ('rl/maxent.html#bifurcation_mdp', 'icml25nb/rl/maxent.py'),
                                     'icml25nb.rl.maxent.branch_probability': ('rl/maxent.html#branch_probability', 'icml25nb/rl/maxent.py'),
                                     'icml25nb.rl.maxent.corridor_alpha_c': ('rl/maxent.html#corridor_alpha_c', 'icml25nb/rl/maxent.py'),

@@ -108,3 +108,34 @@ def test_sac_adaent_chooses_the_plain_critic_by_cosine_threshold():
         M.SACAdaEnt.for_env(M.PrecisionCorridorEnv(), dist_threshold=1.5)
     with pytest.raises(ValueError, match="n_sample"):
         M.SACAdaEnt.for_env(M.PrecisionCorridorEnv(), n_sample=0)
+
+
+def test_best_tanh_gaussian_moves_out_of_the_band_as_alpha_grows():
+    "alpha = 0: the band's mass alone, so the mean action sits in the band with nearly all the mass; large alpha: the "
+    "entropy alone, whose best tanh-Gaussian is the near-uniform one centred at 0, outside the band [0.3, 0.7]."
+    cold = M.best_tanh_gaussian(0.0, 0.5, 0.4, samples=4000)
+    assert cold["mean_in_band"] == 1.0 and cold["band_mass"] > 0.99 and abs(cold["mean_action"] - 0.5) < 0.1
+    hot = M.best_tanh_gaussian(5.0, 0.5, 0.4, samples=4000)
+    assert hot["mean_in_band"] == 0.0 and abs(hot["mean_action"]) < 0.1 and hot["band_mass"] < 0.3
+    # the corridor's alpha_c lies between them: 0.2 stays in the band, 2 alpha_c leaves it
+    a_c = M.corridor_alpha_c(M.corridor_mdp(4, 0.4, 0.5, 1.0, 2000))
+    assert 0.2 < a_c and M.best_tanh_gaussian(0.2, 0.5, 0.4)["mean_in_band"] == 1.0
+    assert M.best_tanh_gaussian(2 * a_c, 0.5, 0.4)["mean_in_band"] == 0.0
+    for args, name in (((-0.1, 0.5, 0.4), "alpha"), ((0.2, 0.9, 0.4), "center"), ((0.2, 0.5, 0.4, 10), "samples")):
+        with pytest.raises(ValueError, match=name):
+            M.best_tanh_gaussian(*args)
+
+
+def test_claims_follow_issue_47():
+    "The reclassified and withdrawn claims, and that every active paper claim says what it tests and its control."
+    by_id = {c.id: c for c in M.CLAIMS}
+    assert by_id["switch_point_matches_alpha_star"].kind == "check"
+    assert by_id["standard_optimum_goes_narrow"].withdrawn
+    for cid, control in (("sac_picks_wide_at_2alpha_star", "p_wide_sac_half"), ("sac_picks_wide_vs_td3", "p_wide_td3"),
+                         ("maxent_fails_corridor_at_alpha_0_2", "fail_td3"),
+                         ("maxent_fails_corridor_auto_tuned", "fail_td3")):
+        c = by_id[cid]
+        assert c.kind == "paper" and c.control == control and not c.withdrawn
+    for c in M.CLAIMS:
+        if c.kind == "paper":
+            assert c.tests in ("paper", "proxy") and c.control_basis
