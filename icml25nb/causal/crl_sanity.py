@@ -5,8 +5,11 @@
 # %% ../../nbs/causal/03_crl_sanity.ipynb #ec55d1ef
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -17,13 +20,20 @@ from sklearn.decomposition import FastICA
 from sklearn.linear_model import LinearRegression
 from sklearn.metrics import r2_score
 
+try:  # the authors' light-tunnel image simulators (numpy only); the import prints a banner and a torchvision warning
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        from causalchamber.simulators.lt import ModelF1, ModelF3
+except ImportError:  # pragma: no cover - the chapter falls back to its own renderer
+    ModelF1 = ModelF3 = None
+
 from ..core import Chapter, Claim, check_int, check_scale, check_seed, make_rng, progress, register
 
 # %% auto #0
-__all__ = ['LATENTS', 'MODES', 'RENDERERS', 'BLOCKS', 'SCALE_CONFIG', 'RENDERINGS', 'CLAIMS', 'CHAPTER', 'light_tunnel_graph',
-           'to_physical', 'simulate_light_tunnel', 'sample_interventional_data', 'correlation_matrix', 'mcc',
-           'linear_ica_mcc', 'MLPEncoder', 'ContrastiveCRL', 'sensor_views', 'info_nce', 'MultiviewCRL', 'block_r2',
-           'supervised_oracle', 'chance_mcc', 'experiment', 'plots']
+__all__ = ['LATENTS', 'MODES', 'RENDERERS', 'BACKENDS', 'CHAMBER_PARAMS', 'BLOCKS', 'MV_LOSSES', 'SCALE_CONFIG', 'RENDERINGS',
+           'CLAIMS', 'CHAPTER', 'light_tunnel_graph', 'to_physical', 'chamber_available', 'simulate_light_tunnel',
+           'compare_renderers', 'sample_interventional_data', 'correlation_matrix', 'mcc', 'linear_ica_mcc',
+           'MLPEncoder', 'ContrastiveCRL', 'sensor_views', 'info_nce', 'nt_xent_cosine', 'MultiviewCRL', 'block_r2',
+           'supervised_oracle', 'chance_mcc', 'ica_baseline', 'matched_order', 'experiment', 'plots']
 
 # %% ../../nbs/causal/03_crl_sanity.ipynb #5b255bf3
 LATENTS = ("red", "green", "blue", "pol_1", "pol_2")
@@ -32,6 +42,15 @@ _EDGES = {(1, 0): 0.719, (1, 4): 0.677, (2, 1): 0.893, (2, 4): 0.985, (3, 0): 0.
 # the one switch: which effects each renderer has (ablations override single entries)
 RENDERERS = {"ideal": dict(markers=True, noise=False, saturation=False, vignetting=False),
              "realistic": dict(markers=False, noise=True, saturation=True, vignetting=True)}
+# who draws the lit hexagon/disk: the authors' Causal Chambers models F1 / F3 (`causalchamber` on PyPI) or our own
+# disk (the fallback, used when `causalchamber` is not installed)
+BACKENDS = ("chamber", "own")
+# Model F1/F3 parameters: the calibrated values of the `causalchamber` tutorial (tutorial_ModelsF.py, from the
+# Causal Chambers paper's calibration), F3 at its tutorial exposure 2.5
+CHAMBER_PARAMS = dict(
+    S=np.array([[0.2995802, 0.06920322, 0.028159], [0.04017132, 0.9209918, 0.31265], [0.00217392, 0.2071558, 0.75763]]),
+    w_r=2.65625, w_g=1.0, w_b=1.77344, exposure=2.5, Tp=np.array([[0.29, 0.35, 0.33]]).T,
+    Tc=np.array([[0.02, 0.08, 0.18]]).T, center_x=0.5, center_y=0.5, radius=0.22, offset=0)
 
 
 def light_tunnel_graph() -> np.ndarray:
@@ -63,15 +82,45 @@ def _grid(res: int) -> tuple:
     return u, v
 
 
-def simulate_light_tunnel(z, res: int = 12, mode: str = "ideal", seed: int = 0, **switches) -> np.ndarray:
-    """Camera images (n, res, res, 3) in [0, 1] of the simulated light tunnel for latents z (n, 5).
+def chamber_available() -> bool:
+    "Whether the authors' simulators (`causalchamber`, Models F1 and F3) could be imported."
+    return ModelF1 is not None and ModelF3 is not None
 
-    `mode` picks the renderer: "ideal" (injective, noise-free) or "realistic" (Malus intensity only, noise,
+
+def _chamber_image(c, theta, res: int, camera: bool) -> np.ndarray:
+    "The authors' Model F1 (camera=False) or F3 (calibrated camera, clips at 1) for LED levels c and angles theta."
+    P = CHAMBER_PARAMS
+    geo = dict(center_x=P["center_x"], center_y=P["center_y"], radius=P["radius"], offset=P["offset"], image_size=res)
+    if camera:
+        sim = ModelF3(S=P["S"], w_r=P["w_r"], w_g=P["w_g"], w_b=P["w_b"], exposure=P["exposure"], Tp=P["Tp"],
+                      Tc=P["Tc"], **geo)
+    else:
+        sim = ModelF1(**geo)
+    deg = np.rad2deg(theta)
+    inputs = dict(red=255 * c[:, 0], green=255 * c[:, 1], blue=255 * c[:, 2], pol_1=deg[:, 0], pol_2=deg[:, 1])
+    with warnings.catch_warnings():  # numpy 2 deprecates the 2-D np.cross in the authors' hexagon mask
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return sim._simulate(**inputs, **sim.parameters())  # what simulate_from_inputs does, without a DataFrame
+
+
+def simulate_light_tunnel(z, res: int = 12, mode: str = "ideal", seed: int = 0, renderer: str = "chamber",
+                          **switches) -> np.ndarray:
+    """Camera images (n, res, res, 3) of the simulated light tunnel for latents z (n, 5), in [0, 1] except where the
+    pointers add light.
+
+    `mode` picks the effects: "ideal" (injective, noise-free) or "realistic" (Malus intensity only, noise,
     saturation, vignetting). Keyword switches `markers`, `noise`, `saturation`, `vignetting` (bools) override
-    single effects of the chosen renderer, for ablations. `seed` drives the noise."""
+    single effects of the chosen mode, for ablations. `renderer` picks who draws the lit source: "chamber", the
+    authors' Causal Chambers Model F1 (a hexagon of colour c cos^2(theta1 - theta2)), or with `saturation` their
+    Model F3 (calibrated sensor response, white balance, imperfect polarizers, exposure 2.5, clipping at 1); or
+    "own", our disk (gain 1.3 and clipping for `saturation`). `seed` drives the noise."""
     z = _check_latents(z)
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    if renderer not in BACKENDS:
+        raise ValueError(f"renderer must be one of {', '.join(BACKENDS)}; got {renderer!r}")
+    if renderer == "chamber" and not chamber_available():
+        raise ImportError("renderer='chamber' needs the causalchamber package; use renderer='own'")
     res = check_int("res", res, 8)
     opts = dict(RENDERERS[mode])
     for k, v in switches.items():
@@ -84,9 +133,14 @@ def simulate_light_tunnel(z, res: int = 12, mode: str = "ideal", seed: int = 0, 
     n = len(z)
     u, v = _grid(res)
     r2 = u ** 2 + v ** 2
-    disk = 1.0 / (1.0 + np.exp((np.sqrt(r2) - 0.55) / 0.06))
-    malus = np.cos(theta[:, 0] - theta[:, 1]) ** 2
-    img = (c * malus[:, None])[:, None, None, :] * disk[None, :, :, None]
+    rng = make_rng(check_seed(seed), 7)
+    if renderer == "chamber":
+        flicker = np.exp(0.05 * rng.standard_normal(n)) if opts["noise"] else np.ones(n)  # of the source
+        img = _chamber_image(c * flicker[:, None], theta, res, camera=opts["saturation"])
+    else:
+        disk = 1.0 / (1.0 + np.exp((np.sqrt(r2) - 0.55) / 0.06))
+        malus = np.cos(theta[:, 0] - theta[:, 1]) ** 2
+        img = (c * malus[:, None])[:, None, None, :] * disk[None, :, :, None]
     if opts["markers"]:  # the pointers of the two polarizer frames
         for j, cx in enumerate((-0.62, 0.62)):
             px, py = cx + 0.3 * np.sin(theta[:, j]), -0.62 + 0.3 * np.cos(theta[:, j])
@@ -94,17 +148,31 @@ def simulate_light_tunnel(z, res: int = 12, mode: str = "ideal", seed: int = 0, 
             img = img + 0.8 * np.exp(-d2 / (2 * 0.12 ** 2))[..., None]
     if opts["vignetting"]:
         img = img * (1 - 0.35 * r2)[None, :, :, None]
-    rng = make_rng(check_seed(seed), 7)
-    if opts["noise"]:
-        img = img * np.exp(0.05 * rng.standard_normal(n))[:, None, None, None]  # source flicker
-    if opts["saturation"]:
-        img = img * 1.3  # exposure gain: bright LEDs saturate the sensor
+    if renderer == "own":
+        if opts["noise"]:
+            img = img * np.exp(0.05 * rng.standard_normal(n))[:, None, None, None]  # source flicker
+        if opts["saturation"]:
+            img = img * 1.3  # exposure gain: bright LEDs saturate the sensor
     if opts["noise"]:
         img = img + 0.05 * np.sqrt(np.clip(img, 0, None)) * rng.standard_normal(img.shape) \
             + 0.01 * rng.standard_normal(img.shape)
     if opts["saturation"]:
         img = np.clip(img, 0.0, 1.0)
     return img.astype(np.float32)
+
+
+def compare_renderers(z, res: int = 12, seed: int = 0) -> dict:
+    """The authors' renderer (Causal Chambers F1/F3) against ours on the same latents, per mode: the correlation over
+    images of the mean colour (averaged over R, G, B) and of all pixels."""
+    out = {}
+    for mode in MODES:
+        a = simulate_light_tunnel(z, res, mode, seed=seed, renderer="chamber")
+        b = simulate_light_tunnel(z, res, mode, seed=seed, renderer="own")
+        ma, mb = a.mean((1, 2)), b.mean((1, 2))
+        out[mode] = dict(colour_corr=float(np.mean([np.corrcoef(ma[:, k], mb[:, k])[0, 1] for k in range(3)])),
+                         pixel_corr=float(np.corrcoef(a.ravel(), b.ravel())[0, 1]),
+                         mean_abs_diff=float(np.abs(a - b).mean()))
+    return out
 
 # %% ../../nbs/causal/03_crl_sanity.ipynb #51fa6361
 def _topological_order(W: np.ndarray) -> list:
@@ -332,18 +400,54 @@ def info_nce(a: torch.Tensor, b: torch.Tensor, tau: float = 1.0) -> torch.Tensor
     return 0.5 * (ce(logits) + ce(logits.transpose(1, 2)))
 
 
+def nt_xent_cosine(a: torch.Tensor, b: torch.Tensor, tau: float = 1.0) -> torch.Tensor:
+    """The authors' Multiview loss for one pair of views, per group: NT-Xent with cosine similarity of the content
+    dimensions a, b (G, n, k), negatives from both views (same-view diagonal excluded), mean over the 2n rows: shape
+    (G,). As `infonce_base_loss` in multiview-crl `losses.py` with sim_metric=CosineSimilarity(dim=-1), called by
+    CRLSanityCheck `crc/multiview_experiment.py:loss_func`. For k = 1 the cosine is sign(a_i) sign(b_j)."""
+    # cosine similarity as normalised products (2-3x faster than broadcasting torch's CosineSimilarity, equal up to
+    # rounding); on a one-dimensional block the gradient is zero up to float rounding (about 1e-8), which Adam rescales
+    # to full-size steps, in the authors' code as here: those outputs drift by rounding noise
+    a, b = F.normalize(a, dim=-1, eps=1e-8), F.normalize(b, dim=-1, eps=1e-8)
+    cos = lambda x, y: torch.bmm(x, y.transpose(1, 2)) / tau  # (G, n, n)
+    n = a.shape[1]
+    eye = torch.eye(n, dtype=torch.bool)
+    s_ab, s_aa, s_bb = cos(a, b), cos(a, a).masked_fill(eye, float("-inf")), cos(b, b).masked_fill(eye, float("-inf"))
+    raw = torch.cat([torch.cat([s_ab, s_aa], -1), torch.cat([s_bb, s_ab.transpose(1, 2)], -1)], -2)  # (G, 2n, 2n)
+    G = raw.shape[0]
+    target = torch.arange(2 * n).repeat(G)
+    return F.cross_entropy(raw.reshape(G * 2 * n, 2 * n), target, reduction="none").view(G, 2 * n).mean(1)
+
+
+def _clip_grad_per_group(params, max_norm: float) -> None:
+    "torch.nn.utils.clip_grad_norm_ (2-norm) applied to each group's slice of the parameters (leading axis G)."
+    grads = [p.grad for p in params if p.grad is not None]
+    norm = torch.sqrt(sum((g.reshape(g.shape[0], -1) ** 2).sum(1) for g in grads))
+    coef = torch.clamp(max_norm / (norm + 1e-6), max=1.0)
+    for g in grads:
+        g.mul_(coef.view(-1, *([1] * (g.ndim - 1))))
+
+
+MV_LOSSES = ("authors", "sqdist")
+
+
 class MultiviewCRL:
     """Multiview CRL (Yao et al. 2024) with content blocks BLOCKS: an image encoder (5 outputs) and one encoder per
-    auxiliary view, trained by InfoNCE between each block and its view. `fit(X, views)` takes images (n, ...) or G
-    image sets (G, n, ...) of the same latents (the views are shared) and trains G models side by side."""
+    auxiliary view. `loss="authors"` (the default) is the authors' setup: every view encoder has 5 outputs, block b
+    of the image is paired with block b of its view by NT-Xent on cosine similarity (`nt_xent_cosine`, tau = 1),
+    gradients clipped to norm 2. `loss="sqdist"` is our variant: view encoders with len(b) outputs, symmetric
+    InfoNCE on -||a - b||^2 with cross-view negatives only (`info_nce`), no clipping. `fit(X, views)` takes images
+    (n, ...) or G image sets (G, n, ...) of the same latents (the views are shared) and trains G models side by side."""
 
     def __init__(self, hidden: int = 64, steps: int = 300, batch: int = 128, lr: float = 3e-3, tau: float = 1.0,
-                 seed: int = 0):
+                 seed: int = 0, loss: str = "authors", clip: float = 2.0):
         self.hidden, self.steps = check_int("hidden", hidden, 1), check_int("steps", steps, 0)
         self.batch = check_int("batch", batch, 2)
-        if not (lr > 0 and tau > 0):
-            raise ValueError(f"lr and tau must be > 0, got lr={lr}, tau={tau}")
-        self.lr, self.tau, self.seed = lr, tau, check_seed(seed)
+        if not (lr > 0 and tau > 0 and clip > 0):
+            raise ValueError(f"lr, tau and clip must be > 0, got lr={lr}, tau={tau}, clip={clip}")
+        if loss not in MV_LOSSES:
+            raise ValueError(f"loss must be one of {', '.join(MV_LOSSES)}; got {loss!r}")
+        self.lr, self.tau, self.seed, self.loss, self.clip = lr, tau, check_seed(seed), loss, clip
 
     def fit(self, X, views) -> "MultiviewCRL":
         Xt, _ = _as_groups(X)
@@ -355,17 +459,25 @@ class MultiviewCRL:
             raise ValueError(f"views must be 2-D arrays with one row per image ({Xt.shape[1]})")
         V = [v.unsqueeze(0).expand(G, -1, -1) for v in V]
         self.encoder = MLPEncoder(Xt.shape[2], 5, self.hidden, G, self.seed)
-        self.view_encoders = nn.ModuleList([MLPEncoder(v.shape[2], len(b), 32, G, self.seed + 1 + k)
+        authors = self.loss == "authors"
+        self.view_encoders = nn.ModuleList([MLPEncoder(v.shape[2], 5 if authors else len(b), 32, G, self.seed + 1 + k)
                                             for k, (v, b) in enumerate(zip(V, BLOCKS))])
-        opt = torch.optim.Adam(list(self.encoder.parameters()) + list(self.view_encoders.parameters()), lr=self.lr)
+        params = list(self.encoder.parameters()) + list(self.view_encoders.parameters())
+        opt = torch.optim.Adam(params, lr=self.lr)
         IDX = torch.as_tensor(make_rng(self.seed, 22).integers(Xt.shape[1], size=(self.steps, self.batch)))
         for step in range(self.steps):
             idx = IDX[step]
             h = self.encoder(Xt[:, idx])
-            loss = sum(info_nce(h[..., list(b)], enc(v[:, idx]), self.tau)
-                       for b, enc, v in zip(BLOCKS, self.view_encoders, V))
+            if authors:
+                loss = sum(nt_xent_cosine(h[..., list(b)], enc(v[:, idx])[..., list(b)], self.tau)
+                           for b, enc, v in zip(BLOCKS, self.view_encoders, V))
+            else:
+                loss = sum(info_nce(h[..., list(b)], enc(v[:, idx]), self.tau)
+                           for b, enc, v in zip(BLOCKS, self.view_encoders, V))
             opt.zero_grad()
             loss.sum().backward()
+            if authors:
+                _clip_grad_per_group(params, self.clip)
             opt.step()
         return self
 
@@ -423,6 +535,30 @@ def chance_mcc(X, z, hidden: int = 64, seed: int = 0) -> float:
         raise ValueError("chance_mcc takes one image set (n, ...)")
     return mcc(MLPEncoder(Xt.shape[2], 5, hidden, 1, seed)(Xt).detach().numpy()[0], z)
 
+
+def ica_baseline(X_train, X_test, d: int = 5, seed: int = 0) -> np.ndarray:
+    """The paper's linear baseline: scikit-learn FastICA with d components fitted on the flattened training images,
+    applied to the test images: (n_test, d) sources."""
+    Xtr, _ = _as_groups(X_train, "X_train")
+    Xte, _ = _as_groups(X_test, "X_test")
+    if Xtr.shape[0] != 1 or Xte.shape[0] != 1:
+        raise ValueError("ica_baseline takes one image set each (n, ...)")
+    ica = FastICA(n_components=check_int("d", d, 1), whiten="unit-variance", max_iter=1000,
+                  random_state=check_seed(seed))
+    with warnings.catch_warnings():  # a non-converged FastICA is still the baseline a reader would run
+        warnings.simplefilter("ignore")
+        ica.fit(Xtr[0].double().numpy())
+    return ica.transform(Xte[0].double().numpy())
+
+
+def matched_order(z_hat, z) -> np.ndarray:
+    "z_hat's columns reordered so that column j is the one the Hungarian matching of `mcc` assigns to latent j."
+    z_hat, z = _check_pair("z_hat", z_hat, "z", z)
+    rows, cols = linear_sum_assignment(np.abs(correlation_matrix(z_hat, z)), maximize=True)
+    order = np.empty(z.shape[1], int)
+    order[cols] = rows
+    return z_hat[:, order]
+
 # %% ../../nbs/causal/03_crl_sanity.ipynb #a4906efd
 SCALE_CONFIG = {
     "fast": dict(n_per_env=500, res=12, hidden=64, ccrl_steps=400, mv_steps=300, oracle_steps=300, batch=256,
@@ -432,13 +568,16 @@ SCALE_CONFIG = {
 }
 RENDERINGS = {"ideal": dict(mode="ideal"), "realistic": dict(mode="realistic"),
               "markers": dict(mode="realistic", markers=True), "noise_free": dict(mode="realistic", noise=False),
-              "no_vignetting": dict(mode="realistic", vignetting=False)}
+              "no_vignetting": dict(mode="realistic", vignetting=False),
+              "saturation_only": dict(mode="ideal", saturation=True)}
 _MV_RENDERINGS = ("ideal", "realistic", "markers", "no_vignetting")
+_MV_VARIANT_RENDERINGS = ("ideal", "realistic")
+_ORACLE_RENDERINGS = ("ideal", "realistic", "markers", "noise_free", "saturation_only")
 _RGB = [0, 1, 2]
 
 
 def experiment(scale: str = "fast", seed: int = 0) -> dict:
-    "Run the chapter's experiment at `scale` with seed `seed`: both CRL methods, the oracle and chance on all renderings."
+    "Run the chapter's experiment at `scale` with seed `seed`: both CRL methods, the oracle, FastICA and chance."
     cfg = SCALE_CONFIG[check_scale(scale)]
     seed = check_seed(seed)
     torch_threads = torch.get_num_threads()
@@ -450,70 +589,106 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
 
 
 def _experiment(cfg: dict, scale: str, seed: int) -> dict:
-    res = dict(config=dict(cfg, scale=scale), timings={})
+    renderer = "chamber" if chamber_available() else "own"
+    res = dict(config=dict(cfg, scale=scale, renderer=renderer), timings={})
     t0 = time.perf_counter()
     data = sample_interventional_data(cfg["n_per_env"], seed)
     z, env = data["z"], data["env"]
     test = make_rng(seed, 31).random(len(z)) < 0.2
     names = list(RENDERINGS)
-    X = np.stack([simulate_light_tunnel(z, cfg["res"], seed=seed, **RENDERINGS[k]).reshape(len(z), -1)
-                  for k in names])
+    X = np.stack([simulate_light_tunnel(z, cfg["res"], seed=seed, renderer=renderer, **RENDERINGS[k])
+                  .reshape(len(z), -1) for k in names])
     res["timings"]["render_s"] = time.perf_counter() - t0
-    for _ in progress(range(1), desc="Contrastive CRL, 5 renderings"):
+    for _ in progress(range(1), desc=f"Contrastive CRL, {len(names)} renderings"):
         t0 = time.perf_counter()
         ccrl = ContrastiveCRL(hidden=cfg["hidden"], steps=cfg["ccrl_steps"], batch=cfg["batch"], lr=cfg["lr"],
                               seed=seed).fit(X[:, ~test], env[~test])
         h_c = ccrl.transform(X[:, test])
         res["timings"]["ccrl_s"] = time.perf_counter() - t0
-    mv_idx = [names.index(k) for k in _MV_RENDERINGS]
-    for _ in progress(range(1), desc="Multiview CRL, 4 renderings"):
+    views = sensor_views(z[~test])
+    for _ in progress(range(1), desc="Multiview CRL (authors' loss and ours)"):
         t0 = time.perf_counter()
+        idx = [names.index(k) for k in _MV_RENDERINGS]
         mv = MultiviewCRL(hidden=cfg["hidden"], steps=cfg["mv_steps"], batch=cfg["mv_batch"], lr=cfg["lr"],
-                          seed=seed).fit(X[mv_idx][:, ~test], sensor_views(z[~test]))
-        h_m = mv.transform(X[mv_idx][:, test])
+                          seed=seed, loss="authors").fit(X[idx][:, ~test], views)
+        h_m = mv.transform(X[idx][:, test])
+        idx = [names.index(k) for k in _MV_VARIANT_RENDERINGS]
+        mv2 = MultiviewCRL(hidden=cfg["hidden"], steps=cfg["mv_steps"], batch=cfg["mv_batch"], lr=cfg["lr"],
+                           seed=seed, loss="sqdist").fit(X[idx][:, ~test], views)
+        h_v = mv2.transform(X[idx][:, test])
         res["timings"]["mv_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    orc = supervised_oracle(X[:2, ~test], z[~test], X[:2, test], z[test], hidden=cfg["hidden"],
+    idx = [names.index(k) for k in _ORACLE_RENDERINGS]
+    orc = supervised_oracle(X[idx][:, ~test], z[~test], X[idx][:, test], z[test], hidden=cfg["hidden"],
                             steps=cfg["oracle_steps"], batch=cfg["batch"], lr=cfg["lr"], seed=seed)
     res["timings"]["oracle_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
     zt = z[test]
-    ccrl_mcc, ccrl_per, mv_r2, chance = {}, {}, {}, {}
+    ica = {k: ica_baseline(X[names.index(k), ~test], X[names.index(k), test], seed=seed) for k in MODES}
+    res["timings"]["ica_s"] = time.perf_counter() - t0
+    # the authors' protocol (compute_mccs: mcc_s_in): observational test samples, the first half, in-sample matching
+    obs = np.flatnonzero(env[test] == 0)
+    obs = obs[: len(obs) // 2]
+    ccrl_mcc, ccrl_per, ccrl_obs, mv_r2, chance = {}, {}, {}, {}, {}
     for g, k in enumerate(names):
         ccrl_mcc[k], per = mcc(h_c[g], zt, per_latent=True)
         ccrl_per[k] = per.tolist()
+        ccrl_obs[k] = mcc(h_c[g][obs], zt[obs])
         chance[k] = chance_mcc(X[g, test], zt, cfg["hidden"], seed)
     for g, k in enumerate(_MV_RENDERINGS):
         mv_r2[k] = block_r2(h_m[g], zt).tolist()
+    mv_var = {k: block_r2(h_v[g], zt).tolist() for g, k in enumerate(_MV_VARIANT_RENDERINGS)}
     chance_mv = block_r2(MLPEncoder(X.shape[2], 5, cfg["hidden"], 1, seed)(torch.as_tensor(X[0, test]).unsqueeze(0))
                          .detach().numpy()[0], zt)
-    oracle_mcc = {k: mcc(orc["z_hat"][g], zt, per_latent=True) for g, k in enumerate(("ideal", "realistic"))}
+    oracle_mcc = {k: mcc(orc["z_hat"][g], zt, per_latent=True) for g, k in enumerate(_ORACLE_RENDERINGS)}
+    oracle_obs = {k: mcc(orc["z_hat"][g][obs], zt[obs]) for g, k in enumerate(_ORACLE_RENDERINGS)}
+    oracle_r2 = {k: orc["r2"][g].tolist() for g, k in enumerate(_ORACLE_RENDERINGS)}
+    ica_mcc_ = {k: mcc(v, zt) for k, v in ica.items()}
+    ica_r2 = {k: block_r2(matched_order(v, zt), zt).tolist() for k, v in ica.items()}
+    rc = compare_renderers(z[test][:200], cfg["res"], seed) if chamber_available() else {}
     rgb = lambda per: float(np.mean(np.asarray(per)[_RGB]))
     mvm = {k: float(np.mean(v)) for k, v in mv_r2.items()}
+    mvv = {k: float(np.mean(v)) for k, v in mv_var.items()}
+    orm = {k: float(np.mean(v)) for k, v in oracle_r2.items()}
+    om = {k: v[0] for k, v in oracle_mcc.items()}
     res.update(
-        latents=list(LATENTS), n_train=int((~test).sum()), n_test=int(test.sum()),
-        ccrl_mcc=ccrl_mcc, ccrl_per_latent=ccrl_per, mv_r2=mvm, mv_r2_per_latent=mv_r2, chance_mcc=chance,
-        chance_mv_r2_ideal=float(np.mean(chance_mv)),
-        oracle_r2={k: orc["r2"][g].tolist() for g, k in enumerate(("ideal", "realistic"))},
-        oracle_mcc={k: v[0] for k, v in oracle_mcc.items()},
-        # claim 1: ideal renderer
-        ccrl_mcc_ideal=ccrl_mcc["ideal"], chance_mcc_ideal=chance["ideal"], mv_r2_ideal=mvm["ideal"],
+        latents=list(LATENTS), renderer=renderer, n_train=int((~test).sum()), n_test=int(test.sum()),
+        n_obs_authors_protocol=int(len(obs)),
+        ccrl_mcc=ccrl_mcc, ccrl_per_latent=ccrl_per, ccrl_mcc_obs=ccrl_obs, mv_r2=mvm, mv_r2_per_latent=mv_r2,
+        mv_sqdist_r2=mvv, mv_sqdist_r2_per_latent=mv_var, chance_mcc=chance, chance_mv_r2_ideal=float(np.mean(chance_mv)),
+        oracle_r2=oracle_r2, oracle_mcc=om, oracle_mcc_obs=oracle_obs, ica_mcc_images=ica_mcc_,
+        ica_block_r2=ica_r2,
+        renderer_comparison=rc,
+        # claim 1: ideal renderer, against the paper's linear baseline (FastICA on the same images)
+        ccrl_mcc_ideal=ccrl_mcc["ideal"], chance_mcc_ideal=chance["ideal"], ica_mcc_ideal=ica_mcc_["ideal"],
+        mv_r2_ideal=mvm["ideal"], mv_sqdist_r2_ideal=mvv["ideal"], ica_block_r2_ideal=float(np.mean(ica_r2["ideal"])),
         # claim 2: the drop from ideal to realistic, the CRL methods and the oracle (all five latents, and R, G, B)
         ccrl_drop=ccrl_mcc["ideal"] - ccrl_mcc["realistic"],
-        oracle_mcc_drop=oracle_mcc["ideal"][0] - oracle_mcc["realistic"][0],
-        mv_drop=mvm["ideal"] - mvm["realistic"],
-        oracle_r2_drop=float(np.mean(orc["r2"][0]) - np.mean(orc["r2"][1])),
+        oracle_mcc_drop=om["ideal"] - om["realistic"],
+        ccrl_drop_obs=ccrl_obs["ideal"] - ccrl_obs["realistic"],
+        oracle_mcc_drop_obs=oracle_obs["ideal"] - oracle_obs["realistic"],
+        mv_drop=mvm["ideal"] - mvm["realistic"], mv_sqdist_drop=mvv["ideal"] - mvv["realistic"],
+        oracle_r2_drop=orm["ideal"] - orm["realistic"],
         ccrl_drop_rgb=rgb(ccrl_per["ideal"]) - rgb(ccrl_per["realistic"]),
         oracle_drop_rgb=rgb(oracle_mcc["ideal"][1]) - rgb(oracle_mcc["realistic"][1]),
         mv_drop_rgb=rgb(mv_r2["ideal"]) - rgb(mv_r2["realistic"]),
-        oracle_r2_drop_rgb=rgb(orc["r2"][0]) - rgb(orc["r2"][1]),
-        oracle_r2_rgb_realistic=rgb(orc["r2"][1]), oracle_r2_ideal=float(np.min(orc["r2"][0])),
-        # claim 3: what each ablation gives back, against the placebo
+        oracle_r2_drop_rgb=rgb(oracle_r2["ideal"]) - rgb(oracle_r2["realistic"]),
+        oracle_r2_rgb_realistic=rgb(oracle_r2["realistic"]), oracle_r2_ideal=float(np.min(oracle_r2["ideal"])),
+        # claim 3: what each ablation gives back; controls: the oracle's gain from the same change, and the placebo
         ccrl_gain_markers=ccrl_mcc["markers"] - ccrl_mcc["realistic"],
+        oracle_mcc_gain_markers=om["markers"] - om["realistic"],
         ccrl_gain_noise_free=ccrl_mcc["noise_free"] - ccrl_mcc["realistic"],
+        oracle_mcc_gain_noise_free=om["noise_free"] - om["realistic"],
         ccrl_gain_placebo=ccrl_mcc["no_vignetting"] - ccrl_mcc["realistic"],
         mv_gain_markers=mvm["markers"] - mvm["realistic"],
+        oracle_r2_gain_markers=orm["markers"] - orm["realistic"],
         mv_gain_placebo=mvm["no_vignetting"] - mvm["realistic"],
+        # the saturation-only ablation: the ideal images with the camera model that saturates
+        ccrl_drop_saturation=ccrl_mcc["ideal"] - ccrl_mcc["saturation_only"],
+        oracle_mcc_drop_saturation=om["ideal"] - om["saturation_only"],
+        oracle_r2_drop_saturation=orm["ideal"] - orm["saturation_only"],
         # checks
+        renderers_colour_corr_ideal=rc["ideal"]["colour_corr"] if rc else float("nan"),
         mcc_of_truth=mcc(zt, zt), ica_mcc=linear_ica_mcc(seed=seed),
         ccrl_final_loss=[float(v) for v in ccrl.loss_],
     )
@@ -545,61 +720,102 @@ def plots(result: dict) -> dict:
     return {"scores": fig}
 
 # %% ../../nbs/causal/03_crl_sanity.ipynb #17916bba
-_PREREG = ("thresholds 0.8 (claims 1), 0.2 (claims 2) from the issue and 0.1 (claims 3) fixed before any seed was run with the final code, and preregistered 2026-12-05 on seeds 0-3 before seeds 4-15 were run: ccrl MCC ideal 0.870, 0.897, 0.838, 0.858 (chance 0.621, 0.635, 0.726, 0.606); mv R^2 ideal 0.906, 0.827, 0.897, 0.875 (chance 0.269, 0.044, 0.121, 0.124); ccrl drop 0.291, 0.272, 0.175, 0.192 (oracle MCC drop 0.157, 0.176, 0.163, 0.153); mv drop 0.396, 0.380, 0.416, 0.422 (oracle R^2 drop 0.259, 0.294, 0.286, 0.247); ccrl drop on R, G, B 0.109, 0.030, 0.022, -0.001 (oracle 0.015, 0.043, 0.048, 0.023); ccrl gain from markers 0.277, 0.266, 0.162, 0.181, from noise-free 0.014, 0.011, 0.030, 0.047 (placebo 0.053, 0.015, 0.005, -0.016); mv gain from markers 0.388, 0.367, 0.390, 0.421 (placebo 0.000, -0.008, -0.001, -0.004); correction after seeds 0-15 had run: block_r2 first fitted on the first half of the held-out rows (environments 0-2) and scored on the second (3-5); it now fits on even and scores on odd rows, the Multiview numbers above are from the old split, the thresholds are unchanged and all 16 seeds were rerun")
-_CHANCE = ("control: a randomly initialised encoder of the same architecture on the same held-out ideal images "
-           "(chance level of the metric, which is not 0 because Hungarian matching picks the largest correlations)")
+_THRESH = ("thresholds: 0.8 (recovery) and 0.2 (drops) from the chapter's issue 32, 0.1 (what an ablation gives "
+           "back) fixed before any seed was run (2026-12-05); registration 2 (issue 47) with the authors' renderer "
+           "(Causal Chambers F1/F3), the authors' Multiview loss and the controls issue 47 asked for, registered on "
+           "seeds 0-3 before seeds 4-15 were run")
+_ICA = ("control: the paper's linear baseline, scikit-learn FastICA with 5 components fitted on the same training "
+        "images and scored on the same test images by the same statistic (issue 47: the untrained encoder it replaces "
+        "could never reach 0.8)")
 _ORACLE = ("control: the supervised oracle (same MLP, trained on the true latents) in the same run, scored by the same "
            "statistic: if it drops as much, the information left the images and identifiability is not what failed")
-_PLACEBO = ("control: the placebo ablation in the same run, removing vignetting (smooth and injective, breaks no "
-            "assumption) from the realistic renderer")
+_ORACLE_GAIN = ("control: the supervised oracle's own gain from the same change in the same run (issue 47): the "
+                "change also puts information back into the images, so the method must gain more than reading the "
+                "images gains; the placebo gain (removing vignetting) is still reported")
 CLAIMS = [
     Claim("ccrl_ideal", "Contrastive CRL recovers the five inputs from ideal (injective, noise-free) images: MCC >= 0.8",
-          "ccrl_mcc_ideal", ">=", 0.8, kind="paper", control="chance_mcc_ideal", source="preregistered",
-          basis="the issue's threshold; the paper: Contrastive CRL succeeds on the deterministic synthetic ablation; "
-                + _PREREG + "; " + _CHANCE),
-    Claim("mv_ideal", "Multiview CRL recovers its content blocks from ideal images: mean block-wise linear R^2 >= 0.8",
-          "mv_r2_ideal", ">=", 0.8, kind="paper", control="chance_mv_r2_ideal", source="preregistered",
-          basis="the issue's threshold with the authors' metric for this method (linear R^2 per block); the paper "
-                "reports Multiview CRL failing even on its synthetic ablation; " + _PREREG + "; " + _CHANCE),
+          "ccrl_mcc_ideal", ">=", 0.8, kind="paper", control="ica_mcc_ideal", source="preregistered", tests="paper",
+          basis="the paper: Contrastive CRL succeeds on the deterministic synthetic ablation; " + _THRESH,
+          control_basis=_ICA),
+    Claim("mv_ideal", "Multiview CRL (the authors' loss) recovers its content blocks from ideal images: mean "
+          "block-wise linear R^2 >= 0.8", "mv_r2_ideal", ">=", 0.8, kind="paper", control="ica_block_r2_ideal",
+          source="preregistered", tests="proxy",
+          basis="issue 32's statement, kept as written; it is the opposite of the paper, which reports Multiview CRL "
+                "failing even on its synthetic ablation (registered beside it as mv_fails_ideal); measured with the "
+                "authors' metric for this method (linear R^2 per block) and, since issue 47, the authors' loss; "
+                + _THRESH,
+          control_basis=_ICA + "; ICA's components matched to the latents by the Hungarian matching, then the same "
+                "block-wise R^2"),
+    Claim("mv_fails_ideal", "The paper's statement: Multiview CRL, with the authors' loss (NT-Xent on cosine "
+          "similarity, tau = 1, gradient clipping at 2), fails on the ideal images: mean block R^2 < 0.8",
+          "mv_r2_ideal", "<", 0.8, kind="paper", control="mv_sqdist_r2_ideal", source="issue 47", tests="paper",
+          basis="the paper: Multiview CRL fails even on the synthetic ablation; issue 47 found the cause in the "
+                "authors' loss (on a one-dimensional block the cosine similarity is sign(a) sign(b), whose gradient is "
+                "zero); the success bar 0.8 from issue 32; " + _THRESH,
+          control_basis="control: the same method and images with the loss swapped for the chapter's variant "
+                "(InfoNCE on -||a - b||^2, cross-view negatives, view encoders with one output per content latent, no "
+                "clipping; the squared-distance family of multiview-crl's LpSimCLRLoss): if it failed too, the failure "
+                "would not be the loss's"),
+    Claim("mv_sqdist_ideal", "Multiview CRL with the chapter's squared-distance loss recovers its content blocks from "
+          "ideal images: mean block R^2 >= 0.8", "mv_sqdist_r2_ideal", ">=", 0.8, kind="paper",
+          control="ica_block_r2_ideal", source="issue 47", tests="proxy",
+          basis="the chapter's first Multiview CRL (before issue 47), kept as a named variant; " + _THRESH,
+          control_basis=_ICA + "; ICA's components matched to the latents, then the same block-wise R^2"),
     Claim("ccrl_drops_realistic", "Contrastive CRL's MCC drops by >= 0.2 from ideal to realistic images",
-          "ccrl_drop", ">=", 0.2, kind="paper", control="oracle_mcc_drop", source="preregistered",
-          basis="the issue's threshold; the paper: all methods fail on the real images; " + _PREREG + "; " + _ORACLE),
+          "ccrl_drop", ">=", 0.2, kind="paper", control="oracle_mcc_drop", source="preregistered", tests="paper",
+          basis="the paper: all methods fail on the real images; " + _THRESH, control_basis=_ORACLE),
+    Claim("ccrl_drops_authors_protocol", "Under the authors' protocol (mcc_s_in: in-sample matching on the first half "
+          "of the observational test samples), Contrastive CRL's MCC drops by >= 0.2 from ideal to realistic images",
+          "ccrl_drop_obs", ">=", 0.2, kind="paper", control="oracle_mcc_drop_obs", source="issue 47", tests="paper",
+          basis="the paper: all methods fail on the real images; the authors' evaluation "
+                "(crc/baselines/contrastive_crl/src/evaluation.py:compute_mccs, mcc_s_in on the observational test "
+                "images); issue 47 asked for it; " + _THRESH,
+          control_basis=_ORACLE + " (on the same observational samples)"),
     Claim("mv_drops_realistic", "Multiview CRL's mean block R^2 drops by >= 0.2 from ideal to realistic images",
-          "mv_drop", ">=", 0.2, kind="paper", control="oracle_r2_drop", source="preregistered",
-          basis="the issue's threshold; " + _PREREG + "; " + _ORACLE, status="withdrawn",
-          reason="replaced by mv_drops_on_colours after the 16-seed sweep (a41dbbd) because its control passed on 16 "
-                 "of 16 seeds; a claim is never deleted, so it is back, evaluated and counted as not reproduced "
-                 "(issue 45); issue 47 re-registers the chapter"),
-    Claim("mv_drops_on_colours", "The drop is an identifiability failure on the latents the images still show: "
-          "Multiview CRL's block R^2 on R, G, B drops by >= 0.2 from ideal to realistic images", "mv_drop_rgb", ">=",
-          0.2, kind="paper", control="oracle_r2_drop_rgb", source="preregistered",
-          basis="the issue's threshold and its reading of claim 2 (the information is in the images, identifiability "
-                "fails); this claim replaced mv_drops_realistic (mean block R^2 over all five latents drops >= 0.2, "
-                "control the oracle's R^2 drop) on 2026-12-05 after the first 16-seed sweep, because that control "
-                "passed on 16 of 16 seeds (the oracle loses the angles too: not discriminating); the all-five drop is "
-                "still reported as mv_drop; threshold carried over unchanged; " + _PREREG + "; " + _ORACLE),
+          "mv_drop", ">=", 0.2, kind="paper", control="oracle_r2_drop", source="preregistered", tests="paper",
+          basis="the paper: all methods fail on the real images; in the first registration (2026-12-05) its control "
+                "passed on 16 of 16 seeds and it was replaced by mv_drops_on_colours after the sweep; issue 47 brought "
+                "it back as an active claim; since issue 47 with the authors' loss; " + _THRESH,
+          control_basis=_ORACLE),
+    Claim("mv_drops_on_colours", "(added after results) Multiview CRL's block R^2 on R, G, B drops by >= 0.2 from "
+          "ideal to realistic images", "mv_drop_rgb", ">=", 0.2, kind="paper", control="oracle_r2_drop_rgb",
+          source="issue 47", tests="proxy",
+          basis="ADDED AFTER RESULTS, not preregistered: written on 2026-12-05 after the first 16-seed sweep, to "
+                "replace mv_drops_realistic once that claim's control had passed on 16 of 16 seeds; issue 47 keeps it, "
+                "marked as such; threshold carried over from issue 32; " + _THRESH,
+          control_basis=_ORACLE),
     Claim("ccrl_drops_on_colours", "The drop is an identifiability failure on the latents the images still show: "
           "Contrastive CRL's matched |rho| on R, G, B drops by >= 0.2", "ccrl_drop_rgb", ">=", 0.2, kind="paper",
-          control="oracle_drop_rgb", source="preregistered",
-          basis="the issue's reading of claim 2 (the information is in the images, identifiability fails), on the "
-                "latents the oracle still recovers; " + _PREREG + "; " + _ORACLE),
+          control="oracle_drop_rgb", source="preregistered", tests="proxy",
+          basis="issue 32's reading of the paper's claim (the information is in the images, identifiability fails), "
+                "on the latents the oracle still recovers; " + _THRESH, control_basis=_ORACLE),
     Claim("ccrl_injectivity_gives_back", "Restoring injectivity alone (the polarizer pointers) gives Contrastive CRL "
-          "back >= 0.1 MCC", "ccrl_gain_markers", ">=", 0.1, kind="paper", control="ccrl_gain_placebo",
-          source="preregistered", basis="the paper: assumptions on the mixing are crucial; " + _PREREG + "; " + _PLACEBO),
+          "back >= 0.1 MCC", "ccrl_gain_markers", ">=", 0.1, kind="paper", control="oracle_mcc_gain_markers",
+          source="preregistered", tests="proxy", basis="the paper: assumptions on the mixing are crucial; " + _THRESH,
+          control_basis=_ORACLE_GAIN),
     Claim("ccrl_determinism_gives_back", "Restoring determinism alone (no flicker or noise, as the paper's synthetic "
           "ablation) gives Contrastive CRL back >= 0.1 MCC", "ccrl_gain_noise_free", ">=", 0.1, kind="paper",
-          control="ccrl_gain_placebo", source="preregistered",
+          control="oracle_mcc_gain_noise_free", source="preregistered", tests="proxy",
           basis="the paper: Contrastive CRL succeeds on the deterministic synthetic ablation and fails on the real "
-                "images; " + _PREREG + "; " + _PLACEBO),
+                "images; " + _THRESH, control_basis=_ORACLE_GAIN),
     Claim("mv_injectivity_gives_back", "Restoring injectivity alone gives Multiview CRL back >= 0.1 mean block R^2",
-          "mv_gain_markers", ">=", 0.1, kind="paper", control="mv_gain_placebo", source="preregistered",
-          basis="the paper: assumptions on the mixing are crucial; " + _PREREG + "; " + _PLACEBO),
+          "mv_gain_markers", ">=", 0.1, kind="paper", control="oracle_r2_gain_markers", source="preregistered",
+          tests="proxy", basis="the paper: assumptions on the mixing are crucial; since issue 47 with the authors' "
+          "loss; " + _THRESH, control_basis=_ORACLE_GAIN),
     Claim("mcc_of_truth", "The MCC of the true latents is 1", "mcc_of_truth", ">=", 1 - 1e-9, kind="check",
-          basis="definition of MCC"),
+          basis="definition of MCC", status="withdrawn",
+          reason="issue 47: the MCC of z with itself is 1 by definition, a check that cannot fail; MCC's properties "
+                 "(permutation, scale and sign invariance, brute-force matching) are tested in the notebook and tests"),
     Claim("fastica_linear", "Linear mixing plus scikit-learn FastICA gives MCC > 0.9", "ica_mcc", ">", 0.9,
           kind="check", basis="linear ICA is identifiable up to permutation and scaling for non-Gaussian sources"),
     Claim("oracle_reads_ideal", "The ideal images contain every latent: the oracle's held-out R^2 >= 0.9 on each",
           "oracle_r2_ideal", ">=", 0.9, kind="check", basis="the ideal renderer is injective and noise-free"),
+    Claim("renderers_agree", "The authors' renderer (Model F1) and ours encode the same colour on ideal images: "
+          "correlation over images of the mean colour >= 0.9", "renderers_colour_corr_ideal", ">=", 0.9,
+          kind="check", basis="derivation: in both, an ideal image's mean colour is (area of the lit shape) c "
+                "cos^2(theta1 - theta2) plus the same pointers, so the correlation is 1 up to pixelation; a wrong input "
+                "convention (angles in radians instead of degrees, LED levels not in 0-255) or a changed simulator "
+                "breaks it; fixed before any seed was run"),
 ]
 
 # %% ../../nbs/causal/03_crl_sanity.ipynb #66b8a8a7
