@@ -8,8 +8,9 @@ import torch.nn.functional as F
 
 from icml25nb.graphdata import exact_orbits, motif_graph, node_labels, partition_purity, refines, role_graph, to_data
 from icml25nb.graphs.gale import (GCNEncoder, add_random_edges, approx_equivalence_classes, attribute_classes,
-                                  equivalence_classes, equivalence_loss, grace_loss, random_classes, random_encoder,
-                                  role_features, time_exponent, train_gale, train_grace, unify_classes)
+                                  approx_timings, equivalence_classes, equivalence_loss, grace_loss, kmeans_classes,
+                                  random_classes, random_encoder, role_features, time_exponent, train_gale,
+                                  train_grace, unify_classes, wl_rounds)
 
 
 def _loop_loss(z, c, tau):
@@ -154,6 +155,32 @@ def test_training_is_reproducible_and_singleton_gale_is_grace():
     # training lowers the loss
     _, l = train_gale(d, approx_equivalence_classes(G), epochs=40, seed=7, hidden=16, out=8, layers=2)
     assert l[-5:].mean() < l[:5].mean()
+
+
+def test_wl_rounds_and_operation_count():
+    assert [wl_rounds(nx.path_graph(n)) for n in (2, 3, 5, 7, 20)] == [1, 2, 3, 4, 10]
+    assert wl_rounds(nx.cycle_graph(9)) == 1 and wl_rounds(nx.star_graph(4)) == 2
+    t = approx_timings((20, 40), repeats=1, seed=0)
+    assert len(t["wl_rounds"]) == 2 and all(r >= 1 for r in t["wl_rounds"])
+    # operations = rounds x (nodes + edges); the motif graphs are trees with motifs, so nodes <= edges + 1
+    assert all(o > r * m for o, r, m in zip(t["wl_ops"], t["wl_rounds"], t["edges"]))
+    assert all(o <= r * (2 * m + 1) for o, r, m in zip(t["wl_ops"], t["wl_rounds"], t["edges"]))
+    with pytest.raises(TypeError, match="G must be"):
+        wl_rounds("graph")
+
+
+def test_kmeans_classes():
+    rng = np.random.default_rng(0)
+    X = np.r_[np.zeros((6, 3)), np.full((6, 3), 5.0), np.full((6, 3), -5.0)] + rng.normal(0, 0.2, (18, 3))
+    c = kmeans_classes(X, 3, seed=0)
+    assert c.tolist() == [0] * 6 + [1] * 6 + [2] * 6  # first-occurrence ids, the planted clusters
+    assert np.array_equal(kmeans_classes(X, 4, seed=2), kmeans_classes(X, 4, seed=2))
+    assert len(set(kmeans_classes(X, 5, seed=0))) == 5
+    assert kmeans_classes(torch.as_tensor(X), 3, seed=0).tolist() == c.tolist()
+    with pytest.raises(ValueError, match="more than"):
+        kmeans_classes(X, 19)
+    with pytest.raises(ValueError, match="X must be"):
+        kmeans_classes(np.zeros(3), 1)
 
 
 def test_time_exponent():

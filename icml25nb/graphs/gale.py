@@ -17,15 +17,16 @@ from torch_geometric.nn import GCNConv
 from torch_geometric.utils import dropout_edge
 
 from ..core import Chapter, Claim, check_int, check_positive, check_scale, check_seed, make_rng, progress, register
-from ..graphdata import (class_features, exact_orbits, linear_probe, motif_graph, node_labels,
+from ..graphdata import (class_features, exact_orbits, graph_csr, linear_probe, motif_graph, node_labels,
                                 partition_purity, refines, role_graph, sbm_graph, to_data, wl_colors)
-from ..kernels.wl import first_occurrence
+from ..kernels.wl import first_occurrence, wl_stable_njit
+from sklearn.cluster import KMeans
 
 # %% auto #0
 __all__ = ['SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'approx_equivalence_classes', 'attribute_classes', 'unify_classes',
-           'equivalence_classes', 'random_classes', 'equivalence_loss', 'grace_loss', 'GCNEncoder', 'augment',
-           'train_gale', 'train_grace', 'random_encoder', 'time_exponent', 'approx_timings', 'role_features',
-           'add_random_edges', 'experiment', 'plots']
+           'equivalence_classes', 'wl_rounds', 'kmeans_classes', 'random_classes', 'equivalence_loss', 'grace_loss',
+           'GCNEncoder', 'augment', 'train_gale', 'train_grace', 'random_encoder', 'time_exponent', 'approx_timings',
+           'role_features', 'add_random_edges', 'experiment', 'plots']
 
 # %% ../../nbs/graphs/01_gale.ipynb #222de818
 def approx_equivalence_classes(G: nx.Graph, iterations: int | None = None) -> np.ndarray:
@@ -79,6 +80,29 @@ def equivalence_classes(G: nx.Graph, X, decimals: int = 1, iterations: int | Non
     if a.shape != s.shape:
         raise ValueError(f"X must have one row per node of G ({len(s)}), got {len(a)}")
     return unify_classes(s, a)
+
+
+def wl_rounds(G: nx.Graph) -> int:
+    "Rounds stable 1-WL runs on `G`: the rounds that split a class plus the last one, which finds nothing to split."
+    if not isinstance(G, nx.Graph):
+        raise TypeError(f"G must be a networkx graph, got {type(G).__name__}")
+    indptr, indices = graph_csr(G)
+    return wl_stable_njit(indptr, indices)[1] + 1
+
+
+def kmeans_classes(X, k: int, seed: int = 0) -> np.ndarray:
+    """Coarse attribute classes (first-occurrence ids): k-means (scikit-learn, 10 restarts, seeded) on the feature rows,
+    `k` fixed beforehand. A stand-in for exact attribute equality where no two feature rows are equal."""
+    if hasattr(X, "detach"):
+        X = X.detach().cpu().numpy()
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] == 0 or not np.isfinite(X).all():
+        raise ValueError(f"X must be a non-empty finite 2-D array (n, d), got shape {X.shape}")
+    k = check_int("k", k, 1)
+    if k > X.shape[0]:
+        raise ValueError(f"k = {k} is more than the {X.shape[0]} rows of X")
+    lab = KMeans(n_clusters=k, n_init=10, random_state=check_seed(seed)).fit_predict(X)
+    return first_occurrence(lab.astype(np.int64))
 
 
 def random_classes(classes, seed: int = 0) -> np.ndarray:
@@ -238,28 +262,33 @@ def _timing_graph(n_base: int, seed: int) -> nx.Graph:
 
 
 def approx_timings(n_bases=(100, 200, 400, 800), repeats: int = 3, seed: int = 0) -> dict:
-    "Edges, approximation times and exact-orbit times on motif graphs with `n_bases` tree nodes (best of `repeats`)."
+    """Edges, approximation times and exact-orbit times on motif graphs with `n_bases` tree nodes (best of `repeats`),
+    and the approximation's deterministic cost: stable-WL rounds and operations rounds x (nodes + edges)."""
     repeats = check_int("repeats", repeats, 1)
     approx_equivalence_classes(_timing_graph(10, seed))  # compile the WL kernel outside the clock
     exact_orbits(_timing_graph(10, seed))
-    m, ta, te = [], [], []
+    m, ta, te, ops, rounds = [], [], [], [], []
     for nb in n_bases:
         G = _timing_graph(check_int("n_bases", nb, 2), seed)
         m.append(G.number_of_edges())
+        rounds.append(wl_rounds(G))
+        ops.append(rounds[-1] * (G.number_of_nodes() + G.number_of_edges()))
         ta.append(_best_time(lambda: approx_equivalence_classes(G), repeats))
         te.append(_best_time(lambda: exact_orbits(G), 1))
-    return dict(edges=m, approx_s=ta, exact_s=te)
+    return dict(edges=m, approx_s=ta, exact_s=te, wl_rounds=rounds, wl_ops=ops)
 
 # %% ../../nbs/graphs/01_gale.ipynb #a3fec468
 SCALE_CONFIG = {
     "fast": dict(role_motifs=("house", "star3"), role_repeats=16, role_spacing=2, noise_dim=7, attr_decimals=1,
                  role_noise=0.05,
                  sbm_n=240, sbm_k=3, sbm_degree=8.0, sbm_homophily=0.8, sbm_dim=16, sbm_signal=1.0,
+                 hard_homophily=0.6, hard_signal=0.5, noisy_wl_rounds=3,
                  epochs=60, lr=0.01, tau=0.5, probe_splits=2, purity_graphs=3, purity_n_base=60,
                  timing_n_bases=(100, 200, 400, 800), timing_repeats=3),
     "full": dict(role_motifs=("house", "star3"), role_repeats=40, role_spacing=2, noise_dim=7, attr_decimals=1,
                  role_noise=0.05,
                  sbm_n=900, sbm_k=3, sbm_degree=8.0, sbm_homophily=0.8, sbm_dim=16, sbm_signal=1.0,
+                 hard_homophily=0.6, hard_signal=0.5, noisy_wl_rounds=3,
                  epochs=300, lr=0.005, tau=0.5, probe_splits=5, purity_graphs=10, purity_n_base=200,
                  timing_n_bases=(100, 200, 400, 800, 1600), timing_repeats=5),
 }
@@ -293,6 +322,7 @@ def _probe(Z, y, seed: int, splits: int) -> float:
 def _class_stats(classes, y) -> dict:
     sizes = np.bincount(classes)
     return dict(n_classes=int(len(sizes)), nodes_in_nonsingleton=int(sizes[sizes > 1].sum()),
+                largest_class=int(sizes.max()), singleton_frac=float((sizes == 1).sum() / len(classes)),
                 classes_equal_roles=float(partition_purity(classes, y) == 1.0 and partition_purity(y, classes) == 1.0),
                 class_purity=partition_purity(classes, y), role_purity=partition_purity(y, classes))
 
@@ -304,7 +334,7 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     seed = check_seed(seed)
     fit = dict(epochs=cfg["epochs"], lr=cfg["lr"], tau=cfg["tau"], seed=seed)
     res = dict(config={k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()}, timings={})
-    steps = progress(total=12, desc="gale")
+    steps = progress(total=16, desc="gale")
     # 1. roles on the clean role graph: the classes are the planted roles (the first registration's role_gain)
     G = role_graph(cfg["role_motifs"], repeats=cfg["role_repeats"], spacing=cfg["role_spacing"], seed=seed)
     n, y = G.number_of_nodes(), node_labels(G, "role")
@@ -340,6 +370,15 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     res["noisy"] = noisy
     res["noisy_role_gain"] = noisy["acc_gale"] - noisy["acc_grace"]
     res["noisy_role_gain_random"] = noisy["acc_random_classes"] - noisy["acc_grace"]
+    # 2b. the same noisy graph, classes from a fixed number of WL rounds (coarser: they survive the random edges)
+    c3 = equivalence_classes(H, X, cfg["attr_decimals"], iterations=cfg["noisy_wl_rounds"])
+    wl3 = dict(_class_stats(c3, y), acc_grace=noisy["acc_grace"])
+    Zg, _ = train_gale(dn, c3, **fit); steps.update()
+    Zq, _ = train_gale(dn, random_classes(c3, seed), **fit); steps.update()
+    wl3.update(acc_gale=p(Zg), acc_random_classes=p(Zq))
+    res["noisy_wl3"] = wl3
+    res["noisy_wl3_gain"] = wl3["acc_gale"] - wl3["acc_grace"]
+    res["noisy_wl3_gain_random"] = wl3["acc_random_classes"] - wl3["acc_grace"]
     # 3. communities
     S = sbm_graph(cfg["sbm_n"], cfg["sbm_k"], cfg["sbm_degree"], cfg["sbm_homophily"], seed=seed)
     ys = node_labels(S)
@@ -359,6 +398,24 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     res["sbm_gap"] = sbm["acc_gale"] - sbm["acc_grace"]
     res["sbm_gap_degree"] = sbm["acc_degree"] - sbm["acc_grace"]
     res["sbm_gap_random"] = sbm["acc_random"] - sbm["acc_grace"]
+    # 3b. a harder SBM with GALE's classes from coarse attribute classes (k-means, k = 2 x blocks, fixed beforehand)
+    S2 = sbm_graph(cfg["sbm_n"], cfg["sbm_k"], cfg["sbm_degree"], cfg["hard_homophily"], seed=seed)
+    y2 = node_labels(S2)
+    X2 = class_features(y2, cfg["sbm_dim"], cfg["hard_signal"], seed=seed)
+    d2 = to_data(S2, x=X2)
+    ca = unify_classes(approx_equivalence_classes(S2), kmeans_classes(X2, 2 * cfg["sbm_k"], seed))
+    r2 = lambda Z: _probe(Z, y2, seed, cfg["probe_splits"])
+    hard = dict(_class_stats(ca, y2), k_means=2 * cfg["sbm_k"], n=int(len(y2)))
+    hard["community_purity"] = hard.pop("class_purity")  # how much community information the classes carry
+    hard["community_recall"] = hard.pop("role_purity")
+    hard.pop("classes_equal_roles")
+    Zg, _ = train_gale(d2, ca, **fit); steps.update()
+    Zr, _ = train_grace(d2, **fit); steps.update()
+    Zq, _ = train_gale(d2, random_classes(ca, seed), **fit); steps.update()
+    hard.update(acc_gale=r2(Zg), acc_grace=r2(Zr), acc_random_classes=r2(Zq), acc_random=r2(random_encoder(d2, seed)))
+    res["sbm_attr"] = hard
+    res["sbm_attr_gain"] = hard["acc_gale"] - hard["acc_grace"]
+    res["sbm_attr_gain_random"] = hard["acc_random_classes"] - hard["acc_grace"]
     # 4. the approximation: purity against exact orbits, containment, time
     pur, pur_deg, contain = [], [], []
     for i in range(cfg["purity_graphs"]):
@@ -377,7 +434,8 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     res["degenerate_loss_err"] = abs(equivalence_loss(zt, singles).item() - grace_loss(zt).item())
     t = approx_timings(cfg["timing_n_bases"], cfg["timing_repeats"], seed)
     res["timings"] = dict(t, approx_exponent=time_exponent(t["edges"], t["approx_s"]),
-                          exact_exponent=time_exponent(t["edges"], t["exact_s"]))
+                          exact_exponent=time_exponent(t["edges"], t["exact_s"]),
+                          ops_exponent=time_exponent(t["edges"], t["wl_ops"]))
     steps.update()
     steps.close()
     return res
@@ -413,10 +471,13 @@ def plots(result: dict) -> dict:
 # %% ../../nbs/graphs/01_gale.ipynb #4d509426
 _PREREG = ("thresholds 0.10, -0.02, 0.95, 1.2 (from the chapter's issue; the paper gives no numbers for synthetic "
            "graphs) fixed 2026-12-05 before any sweep; seeds 0-3 then run before seeds 4-15; seeds 0-3: role_gain 0.154, 0.135, 0.202, 0.125 (control 0, 0, 0, 0); sbm_gap 0, 0, 0, 0 (control -0.017, -0.033, -0.046, -0.017); purity 1, 1, 1, 1 (control 0.101, 0.086, 0.106, 0.095); time exponent 1.38, 1.12, 1.29, 1.04 (control 2.16, 2.04, 1.99, 1.88)")
-_REG2 = ("registration 2 (issue 47), fixed before seeds 4-15 were run under it; seeds 0-3 under this code: "
+_REG1 = ("the chapter's first registration (issue 47; entry 1 of 01_gale.register.json), fixed before seeds 4-15 were "
+         "run under it; seeds 0-3 under that code: "
          "role_gain_noisy -0.038, -0.024, -0.010, 0.029 (control 0.000, -0.029, -0.034, 0.000); explored before "
          "registration on seeds 0-3 only: 3 rounds of WL instead of stable WL on the noisy graph gave -0.010, -0.053, "
-         "-0.014, 0.043 and is not used (the chapter's approximation stays stable WL)")
+         "-0.014, 0.043; it was not registered then, and is registered at the second registration as role_gain_noisy_wl3")
+_REG2 = ("added at the chapter's second registration (issue 47, second outside review; entry 2 of 01_gale.register.json), "
+         "threshold fixed before seeds 4-15 were run under it")
 CLAIMS = [
     Claim("role_gain", "On structural-role labels (role graph, features without role information), GALE's linear-probe "
           "accuracy beats GRACE's by at least 10 points (accuracy difference)",
@@ -425,7 +486,8 @@ CLAIMS = [
           tests="proxy", control_basis="GALE with singleton classes, which by the derivation is GRACE's loss: the "
           "paper's GCL baseline itself, so the control is GRACE minus GRACE (issue 47)", status="withdrawn",
           reason="issue 47: the control (GALE with singleton classes) is GRACE's loss exactly, so it measures GRACE minus "
-                 "GRACE (0 on 15 of 16 seeds) and fails by construction; and the classes equal the probe labels, so "
+                 "GRACE (0 on 14 of 16 seeds, -0.0096 on seed 11 and -0.0048 on seed 15: float drift "
+                 "between the two loss formulas) and fails by construction; and the classes equal the probe labels, so "
                  "GALE is supervised contrastive learning on the evaluation labels. Still evaluated; replaced by "
                  "role_gain_noisy (labels that are not the classes, random classes as the control)"),
     Claim("role_gain_noisy", "On the planted roles of the role graph with 5% random edges added (GALE's classes come from "
@@ -433,28 +495,61 @@ CLAIMS = [
           "(accuracy difference)", "noisy_role_gain", ">=", 0.10, kind="paper", control="noisy_role_gain_random",
           source="preregistered", tests="proxy",
           basis="threshold 0.10 from the chapter's issue (the same as role_gain; the paper gives no number for synthetic "
-                "graphs); noise level 5% of the edges fixed before any run; " + _REG2,
+                "graphs); noise level 5% of the edges fixed before any run; " + _REG1,
           control_basis="GALE with random classes of the same size distribution (GALE's classes permuted over the "
                         "nodes), same graph, encoder, views and seed: the equivalence removed, the number and sizes of "
                         "the positive sets kept (issue 47)"),
     Claim("sbm_no_loss", "On community (SBM) labels GALE is within 2 points of GRACE or better (accuracy difference)",
           "sbm_gap", ">=", -0.02, kind="check",
-          basis="a check since registration 2 (issue 47): every approximate class on the SBM is a singleton (stable WL "
+          basis="a check since the chapter's first registration (issue 47; entry 1 of 01_gale.register.json), a paper "
+                "claim in the unregistered first sweep: every approximate class on the SBM is a singleton (stable WL "
                 "colours and noisy features are all distinct), so GALE's loss is GRACE's and the gap is 0 up to float "
                 "rounding; it fails if the SBM had non-trivial classes or if the two losses trained differently. "
-                "First registration: a paper claim, " + _PREREG),
+                "The unregistered first sweep's record: " + _PREREG),
     Claim("approx_purity", "The approximate classes (stable 1-WL) have purity >= 0.95 against exact orbits on motif "
-          "graphs (mean over graphs)", "purity", ">=", 0.95, kind="paper", control="purity_degree",
-          source="preregistered", basis=_PREREG + "; control: degree classes (one WL round), same graphs", tests="proxy",
-          control_basis="degree classes (one round of WL), the crudest linear-time approximation, same graphs",
-          saturated="purity 1 is its bound: the claim measures the chapter's stand-in (stable 1-WL), whose classes equal "
-                    "the orbits on trees by theory (colour refinement identifies trees) and on these trees with small "
-                    "motifs hung by one edge; the control (degree classes) varies by seed"),
+          "graphs (mean over graphs)", "purity", ">=", 0.95, kind="check",
+          basis="a check since the chapter's second registration (issue 47, second outside review), a paper claim "
+                "(proxy) before: on these trees with small motifs hung by one edge stable 1-WL classes equal the exact "
+                "orbits by theory (colour refinement identifies trees), so purity is 1 and the claim could not fail; it "
+                "still fails if the WL kernel or the orbit computation broke. Degree classes (one WL round) are still "
+                "reported (purity_degree). The unregistered first sweep's record: " + _PREREG),
     Claim("approx_linear_time", "The approximation runs in time linear in edges: fitted exponent of time vs edges "
           "<= 1.2 on motif graphs of growing size", "timings.approx_exponent", "<=", 1.2, kind="paper",
           control="timings.exact_exponent", source="preregistered", tests="proxy",
           basis=_PREREG + "; control: exact orbits (igraph bliss generators + union-find), same graphs",
           control_basis="the exact computation the approximation replaces (orbits from igraph's bliss generators)"),
+    Claim("approx_linear_ops", "The approximation's operation count (stable-WL rounds x (nodes + edges)) grows at most "
+          "as edges^1.2 on the timing claim's motif graphs (fitted exponent)", "timings.ops_exponent", "<=", 1.2,
+          kind="paper", control="timings.exact_exponent", source="derived", tests="proxy",
+          basis="derivation: a linear-time method has exponent 1 in the edges (the nodes of these connected graphs grow "
+                "with them); the 0.2 tolerance is the timed claim's (approx_linear_time, 1.2), fixed before this metric "
+                "was first computed. Deterministic: the count does not depend on machine load, unlike the timed claim. "
+                "It is linear per round; it fails if the number of rounds grows with the graph. " + _REG2,
+          control_basis="the exponent of the exact computation the approximation replaces (orbits from igraph's bliss "
+                        "generators, timed, same graphs): the same comparison as approx_linear_time's control"),
+    Claim("role_gain_noisy_wl3", "On the planted roles of the role graph with 5% random edges added, GALE with classes "
+          "from 3 rounds of 1-WL on the observed graph beats GRACE by at least 10 points (accuracy difference)",
+          "noisy_wl3_gain", ">=", 0.10, kind="paper", control="noisy_wl3_gain_random", source="issue 47",
+          tests="proxy",
+          basis="threshold 0.10 from the chapter's issue (as role_gain_noisy). The variant itself (3 WL rounds on the "
+                "noisy graph) was tried on seeds 0-3 BEFORE registration 1 and its values there were known when it was "
+                "registered at registration 2: gains -0.010, -0.053, -0.014, 0.043 (class purity vs roles 0.96-0.99, "
+                "role recall 0.44-0.50, largest classes 24-39 nodes); so seeds 0-3 are not blind, seeds 4-15 are. "
+                "Added because stable 1-WL shatters on the noisy graph (role_gain_noisy cannot show a gain). " + _REG2,
+          control_basis="GALE with random classes of the same size distribution (the 3-round classes permuted over "
+                        "the nodes), same graph, encoder, views and seed (as role_gain_noisy's control)"),
+    Claim("sbm_attr_gain", "On a harder SBM (homophily 0.6, feature signal 0.5), GALE with coarse attribute classes "
+          "(k-means on the features, k = 2 x the number of blocks, fixed beforehand, joined with the stable-WL classes) "
+          "beats GRACE by at least 10 points on the communities (accuracy difference)", "sbm_attr_gain", ">=", 0.10,
+          kind="paper", control="sbm_attr_gain_random", source="issue 47", tests="proxy",
+          basis="threshold 0.10 from the chapter's issue (its gain threshold for role_gain). A proxy of the paper's "
+                "setting (node classification with topic-like labels, where attribute equivalence is non-trivial): "
+                "k = 6 fixed before any run; homophily 0.6 and signal 0.5 chosen on seed 0 from GRACE's and the "
+                "untrained encoder's accuracy alone (0.61 and 0.59 against 0.97 and 0.96 on the first SBM: room for a "
+                "gain), before GALE was run on this graph. " + _REG2,
+          control_basis="GALE with random classes of the same size distribution (the k-means classes permuted over "
+                        "the nodes), same graph, encoder, views and seed: the attribute equivalence removed, the number "
+                        "and sizes of the positive sets kept"),
     Claim("gcl_is_degenerate_gale", "GALE's loss with singleton classes equals GRACE's loss (absolute difference)",
           "degenerate_loss_err", "<=", 1e-4, kind="check", basis="derived in the chapter; float32 rounding"),
     Claim("orbits_inside_classes", "Every exact orbit lies inside one approximate class (fraction of graphs)",
