@@ -1814,6 +1814,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                   'icml25nb.rl.pars.PARS.__init__': ('rl/pars.html#pars.__init__', 'icml25nb/rl/pars.py'),
                                   'icml25nb.rl.pars.PARS._build': ('rl/pars.html#pars._build', 'icml25nb/rl/pars.py'),
                                   'icml25nb.rl.pars.PARS.update': ('rl/pars.html#pars.update', 'icml25nb/rl/pars.py'),
+                                  'icml25nb.rl.pars._ln_bound_ratio': ('rl/pars.html#_ln_bound_ratio', 'icml25nb/rl/pars.py'),
+                                  'icml25nb.rl.pars._pa_pull': ('rl/pars.html#_pa_pull', 'icml25nb/rl/pars.py'),
                                   'icml25nb.rl.pars.collect_dataset': ('rl/pars.html#collect_dataset', 'icml25nb/rl/pars.py'),
                                   'icml25nb.rl.pars.experiment': ('rl/pars.html#experiment', 'icml25nb/rl/pars.py'),
                                   'icml25nb.rl.pars.fit_toy_critic': ('rl/pars.html#fit_toy_critic', 'icml25nb/rl/pars.py'),

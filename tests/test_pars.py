@@ -129,3 +129,43 @@ def test_toy_fit_and_measures():
     assert m["fit_rmse"] < 0.3 and m["excess"] < 0  # PARS falls outside even after a short fit
     with pytest.raises(ValueError, match="steps"):
         P.fit_toy_critic(True, 1.0, 0.0, steps=0)
+
+
+def test_toy_measures_use_the_data_scale():
+    "issue 47: a flat critic gives finite measures (no division by its own zero span); guard is the band 1..L."
+    flat = P.CriticLN(0, 1, (4,), layer_norm=False, n=1)
+    with torch.no_grad():
+        for p in flat.parameters():
+            p.zero_()
+        flat.members[0][-1].bias.fill_(-2.0)  # Q = TOY_Q_LOW everywhere
+    m = P.toy_extrapolation(flat, 1.0)
+    assert all(np.isfinite(m[k]) for k in ("excess", "far", "guard", "fit_rmse"))
+    assert m["excess"] == 0.0 and m["far"] == pytest.approx(0.0) and m["guard"] == pytest.approx(0.0)
+    assert m["fit_rmse"] > 1.0  # 2 below the data everywhere: far off the fit
+    g = np.linspace(-3, 3, 601)
+    lin = P.CriticLN(0, 1, (2,), layer_norm=False, n=1)  # Q = |a|
+    with torch.no_grad():
+        lin.members[0][0].weight.copy_(torch.tensor([[1.0], [-1.0]])); lin.members[0][0].bias.zero_()
+        lin.members[0][2].weight.copy_(torch.tensor([[1.0, 1.0]])); lin.members[0][2].bias.zero_()
+    top = P.toy_q(g[np.abs(g) <= 0.5]).max()
+    band = np.abs(g[(np.abs(g) >= 1) & (np.abs(g) <= 1.5)])
+    assert P.toy_extrapolation(lin, 1.0, grid=g)["guard"] == pytest.approx((band.mean() + 2) / (top + 2), rel=1e-4)
+    assert P.toy_extrapolation(lin, 1.0, grid=g, pa_distance=100.0)["guard"] == pytest.approx((2.0 + 2) / (top + 2), rel=1e-3)
+    with pytest.raises(ValueError, match="grid"):
+        P.toy_extrapolation(lin, 1.0, grid=np.linspace(-1.2, 1.2, 25))
+
+
+def test_pa_pull_and_ln_bound_ratio(data):
+    ag = P.PARS(6, 2, hidden=(8, 8), r_min=-2.0, gamma=0.5, reward_scale=1.0, seed=0).fit_normalizer(data)
+    D = data.all()
+    with torch.no_grad():  # Q = 1 everywhere: infeasible and data Q equal, pull = 1
+        for m in ag.critic.members:
+            for p in m.parameters():
+                p.zero_()
+            m[-1].bias.fill_(1.0)
+    g = torch.Generator().manual_seed(0)
+    assert P._pa_pull(ag, D.obs[:16], D.act[:16], g) == pytest.approx(1.0)
+    assert 0 < P._ln_bound_ratio(ag, D.obs[:16], g) <= 1.0 + 1e-6  # |Q| = 1 = the bound |w_0|
+    trained = P.PARS(6, 2, hidden=(16, 16), r_min=-2.0, gamma=0.5, reward_scale=1.0, pa_alpha=1.0, lr=3e-3, seed=0)
+    train_offline(trained, data, 150, batch_size=64, seed=0, desc="t")
+    assert P._pa_pull(trained, D.obs[:64], D.act[:64], g) < 0.5  # infeasible Q pulled well below the data's
