@@ -1920,6 +1920,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                     'icml25nb/safety/versaprm.py'),
                                           'icml25nb.safety.versaprm.subset_vote_accuracy': ( 'safety/versaprm.html#subset_vote_accuracy',
                                                                                              'icml25nb/safety/versaprm.py'),
+                                          'icml25nb.safety.versaprm.subset_wmv_accuracy': ( 'safety/versaprm.html#subset_wmv_accuracy',
+                                                                                            'icml25nb/safety/versaprm.py'),
                                           'icml25nb.safety.versaprm.train_prm': ( 'safety/versaprm.html#train_prm',
                                                                                   'icml25nb/safety/versaprm.py'),
                                           'icml25nb.safety.versaprm.vote_accuracy': ( 'safety/versaprm.html#vote_accuracy',

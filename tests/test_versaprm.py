@@ -197,6 +197,41 @@ def test_exact_votes_match_the_authors_sampling_on_average():
     assert V.vote_accuracy(["a", "b"], [True, False]) == Fraction(1, 2)  # a tie of two: either, as often
 
 
+def _wmv_brute(a, ok, w):
+    "Every order of the CoTs, the answer with the largest total weight wins, ties to the first seen."
+    perms = list(itertools.permutations(range(len(a))))
+    hits = 0
+    for p in perms:
+        t = {}
+        for i in p:
+            t[a[i]] = t.get(a[i], 0.0) + w[i]
+        hits += ok[a.index(max(t, key=t.get))]
+    return Fraction(hits, len(perms))
+
+
+def test_exact_weighted_vote_over_subsets_equals_enumeration_with_ties():
+    "subset_wmv_accuracy: every subset and every order, dyadic weights (float sums exact) so that ties occur."
+    rng = np.random.default_rng(2)
+    for _ in range(25):
+        M, P = int(rng.integers(1, 6)), 2
+        A = rng.choice(list("xyz"), (P, M))
+        ok = A == "x"
+        W = rng.choice([0.0, 0.25, 0.5, 1.0], (P, M))
+        for n in range(1, M + 1):
+            subs = list(itertools.combinations(range(M), n))
+            want = sum(_wmv_brute([A[p][i] for i in c], [ok[p][i] for i in c], [W[p][i] for i in c])
+                       for p in range(P) for c in subs) / (len(subs) * P)
+            assert V.subset_wmv_accuracy(A, ok, W, n) == want
+        full = sum(V.vote_accuracy(list(a), o, w) for a, o, w in zip(A, ok, W)) / P
+        assert V.subset_wmv_accuracy(A, ok, W, M) == full
+    # near-ties decided by exactly rounded sums: 0.1 + 0.2 + 0.3 vs 0.6 in any order is a tie under math.fsum? no:
+    # whatever fsum gives, the answer must equal vote_accuracy's on the full pool, which uses math.fsum too
+    a, o, w = np.array([list("aaab")]), np.array([[True, True, True, False]]), np.array([[0.1, 0.2, 0.3, 0.6]])
+    assert V.subset_wmv_accuracy(a, o, w, 4) == V.vote_accuracy(list(a[0]), o[0], w[0])
+    with pytest.raises(ValueError, match="weights"):
+        V.subset_wmv_accuracy(a, o, w[:, :3], 2)
+
+
 def test_bad_input_names_the_argument():
     q = V.sample_problems("arith", 1)[0]
     with pytest.raises(ValueError, match="domain"):

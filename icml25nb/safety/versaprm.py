@@ -28,10 +28,11 @@ from ..tinylm import TASK_CHARS, TASK_TOKENIZER
 
 # %% auto #0
 __all__ = ['WALK_EDGES', 'DOMAINS', 'MATH', 'NON_MATH', 'POS_ID', 'NEG_ID', 'TAG_ID', 'SCALE_CONFIG', 'SLIP', 'TRAP', 'NS',
-           'CLAIMS', 'CHAPTER', 'Problem', 'CoT', 'Domain', 'sample_problems', 'step_checks', 'label_first_error',
-           'NoisySolver', 'encode_cot', 'prm_inputs', 'WindowLM', 'prm_loss', 'train_prm', 'step_scores', 'aggregate',
-           'majority_vote', 'weighted_majority_vote', 'best_of_n', 'vote_accuracy', 'best_of_n_exact',
-           'subset_vote_accuracy', 'hold_out', 'overlap', 'experiment', 'plots']
+           'WMV_CURVES', 'CLAIMS', 'CHAPTER', 'Problem', 'CoT', 'Domain', 'sample_problems', 'step_checks',
+           'label_first_error', 'NoisySolver', 'encode_cot', 'prm_inputs', 'WindowLM', 'prm_loss', 'train_prm',
+           'step_scores', 'aggregate', 'majority_vote', 'weighted_majority_vote', 'best_of_n', 'vote_accuracy',
+           'best_of_n_exact', 'subset_vote_accuracy', 'subset_wmv_accuracy', 'hold_out', 'overlap', 'experiment',
+           'plots']
 
 # %% ../../nbs/safety/01_versaprm.ipynb #45f33434
 @dataclass(frozen=True)
@@ -471,6 +472,49 @@ def subset_vote_accuracy(answers, correct, n: int) -> Fraction:
         total += int((won * lcm // (counts * tied).sum(1)).sum())  # exact: the denominator divides lcm(1..n)
     return Fraction(total, lcm * len(masks) * P)
 
+
+def subset_wmv_accuracy(answers, correct, weights, n: int) -> Fraction:
+    """Exact expected correctness of the weighted majority vote of `n` CoTs drawn from each problem's pool without
+    replacement, over all C(M, n) subsets, ties as in `vote_accuracy` (a tied answer wins with probability its number
+    of CoTs in the subset over the tied answers' number); `answers`, `correct`, `weights` are (problems, M). Totals are
+    float sums; wherever two answers' totals lie within 1e-9 of each other they are recomputed exactly rounded
+    (`math.fsum`, the same in every order, as `vote_accuracy` does), so a tie is decided as it is there."""
+    A = np.asarray(answers)
+    ok = np.asarray(correct, dtype=bool)
+    W = np.asarray(weights, dtype=np.float64)
+    if A.ndim != 2 or ok.shape != A.shape or W.shape != A.shape:
+        raise ValueError(f"answers, correct and weights must be (problems, M) of one shape, got {A.shape}, {ok.shape}, "
+                         f"{W.shape}")
+    if not np.isfinite(W).all():
+        raise ValueError("weights must be finite")
+    P, M = A.shape
+    n = check_int("n", n, 1)
+    if n > M:
+        raise ValueError(f"n must be at most the pool size {M}, got {n}")
+    masks, lcm = _subsets(M, n), math.lcm(*range(1, n + 1))
+    total = 0
+    for a, c, w in zip(A, ok, W):
+        codes = np.unique(a, return_inverse=True)[1].ravel()
+        K = codes.max() + 1
+        onehot = np.zeros((M, K), dtype=np.int16)
+        onehot[np.arange(M), codes] = 1
+        counts = masks @ onehot  # (subsets, answers): CoTs of each answer in each subset
+        present = counts > 0
+        tot = np.where(present, masks.astype(np.float64) @ (onehot * w[:, None]), -np.inf)
+        top = tot.max(1, keepdims=True)
+        near = present & (tot >= top - 1e-9)
+        for r in np.nonzero(near.sum(1) > 1)[0]:  # a possible tie: exactly rounded sums decide it
+            sel = np.nonzero(masks[r])[0]
+            for k in np.nonzero(present[r])[0]:
+                tot[r, k] = math.fsum(w[i] for i in sel if codes[i] == k)
+        top = tot.max(1, keepdims=True)
+        tied = present & (tot == top)
+        right = np.zeros(K, dtype=bool)
+        right[codes[c]] = True
+        won = (counts * (tied & right)).sum(1)
+        total += int((won * lcm // (counts * tied).sum(1)).sum())
+    return Fraction(total, lcm * len(masks) * P)
+
 # %% ../../nbs/safety/01_versaprm.ipynb #5b10aaac
 SCALE_CONFIG = {
     "fast": dict(n_train=1000, cots_train=4, n_eval=100, n_cots=16, steps_math=800, steps_versa=800, steps_nonmath=800,
@@ -481,6 +525,7 @@ SCALE_CONFIG = {
 SLIP = {"arith": 0.05, "bool": 0.05, "cups": 0.05, "walk": 0.05}
 TRAP = {"arith": (0.05, 0.65), "bool": (0.15, 0.85), "cups": (0.05, 0.7), "walk": (0.05, 0.65)}
 NS = (1, 2, 4, 8, 16)
+WMV_CURVES = ("versa", "math", "base")  # PRMs whose WMV is computed at every N (exact over subsets)
 
 
 def _data(domains, n, cots, solver, seed, stream):
@@ -561,11 +606,17 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     train_prm(versa, *prm_inputs(Ptr, Ctr, labels), steps=cfg["steps_versa"], seed=seed + 1, desc="VersaPRM", **kw)
     train_prm(nonmath_prm, *prm_inputs(*_select(Ptr, Ctr, labels, NON_MATH)), steps=cfg["steps_nonmath"],
               seed=seed + 2, desc="non-math PRM", **kw)
+    # VersaPRM-Base (the authors' ablation, train_configs/versa_prm_base.yml): the multi-domain data and VersaPRM's
+    # fine-tuning budget, from scratch instead of from the math PRM (its own torch seed: the other PRMs are unchanged)
+    torch.manual_seed(seed + 3)
+    base_prm = WindowLM()
+    train_prm(base_prm, *prm_inputs(Ptr, Ctr, labels), steps=cfg["steps_versa"], seed=seed + 3, desc="VersaPRM-Base",
+              **kw)
     # the withdrawn check: scores unchanged when every answer is replaced (the answer is not in the PRM's input)
     blind = [dataclasses.replace(q, answer="?") for q in Pev[:200]]
     leak = float(np.max(np.abs(np.concatenate(step_scores(versa, Pev[:200], Cev[:200]))
                                - np.concatenate(step_scores(versa, blind, Cev[:200])))))
-    prms = {"math": math_prm, "versa": versa, "nonmath": nonmath_prm}
+    prms = {"math": math_prm, "versa": versa, "nonmath": nonmath_prm, "base": base_prm}
     scores = {k: aggregate(step_scores(m, Pev, Cev), "min") for k, m in prms.items()}
     scores["random"] = make_rng(seed, 74).random(len(Cev))
     N, res = cfg["n_cots"], dict(config=cfg, domains=list(DOMAINS), ns=list(NS))
@@ -582,6 +633,8 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
             S = s[idx].reshape(-1, N)
             ex[f"wmv_{k}"] = sum(vote_accuracy(list(a), o, w) for a, o, w in zip(answers, ok, S)) / n
             ex[f"bon_{k}"] = [sum(best_of_n_exact(w, o, m) for w, o in zip(S, ok)) / n for m in NS]
+            if k in WMV_CURVES:  # WMV over all subsets of each size, as the paper's curves
+                ex[f"wmv_n_{k}"] = [subset_wmv_accuracy(answers, ok, S, m) for m in NS]
         exact[d] = ex
         row = dict(chain=float(ok.mean()), oracle=float(ok.any(1).mean()), n_problems=n)
         for key, v in ex.items():
@@ -603,6 +656,16 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         mv_step_min=min(steps_up(exact[d]["mv_n"]) for d in DOMAINS),
         bon_slope_min_versa=min(slope(exact[d]["bon_versa"]) for d in DOMAINS),
         mv_slope_min=min(slope(exact[d]["mv_n"]) for d in DOMAINS),
+        bon_step_min_math=min(steps_up(exact[d]["bon_math"]) for d in DOMAINS),
+        bon_slope_min_math=min(slope(exact[d]["bon_math"]) for d in DOMAINS),
+        wmv_step_min_versa=min(steps_up(exact[d]["wmv_n_versa"]) for d in DOMAINS),
+        wmv_step_min_math=min(steps_up(exact[d]["wmv_n_math"]) for d in DOMAINS),
+        math_base_minus_math=_points(exact[MATH]["wmv_base"] - exact[MATH]["wmv_math"]),
+        # per domain (the curves themselves are in per_domain): where BoN and WMV fall, and WMV - BoN at N = 16
+        step_min_by_domain={d: {f"{r}_{k}": steps_up(exact[d][f"{r}_{k}"]) for r, k in
+                                (("bon", "versa"), ("wmv_n", "versa"), ("bon", "math"), ("wmv_n", "math"))}
+                            | {"mv_n": steps_up(exact[d]["mv_n"])} for d in DOMAINS},
+        wmv_minus_bon_16_versa={d: _points(exact[d]["wmv_n_versa"][-1] - exact[d]["bon_versa"][-1]) for d in DOMAINS},
         mv_min=min(_points(exact[d]["mv"]) for d in DOMAINS), mv_max=max(_points(exact[d]["mv"]) for d in DOMAINS),
         label_mismatches=int(mism), answer_leak=leak, n_labelled=len(raw[1]) + len(Cev),
         heldout_shared=shared["problems"] + shared["steps"], overlap_before=before, overlap_after=shared,
@@ -611,10 +674,10 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
 
 
 def plots(result: dict) -> dict:
-    "WMV gain over MV per domain and PRM; Best-of-N accuracy (VersaPRM) and majority voting against N per domain."
+    "WMV gain over MV per domain and PRM; BoN, WMV and MV against N per domain, for VersaPRM and for the math PRM."
     import matplotlib.pyplot as plt
     per, doms, ns = result["per_domain"], result["domains"], result["ns"]
-    fig, ax = plt.subplots(1, 2, figsize=(11, 3.6))
+    fig, ax = plt.subplots(1, 3, figsize=(15, 3.8))
     w = 0.27
     for k, (name, lab) in enumerate((("math", "math PRM"), ("versa", "VersaPRM"), ("nonmath", "non-math PRM"))):
         ax[0].bar(np.arange(len(doms)) + (k - 1) * w, [100 * (per[d][f"wmv_{name}"] - per[d]["mv"]) for d in doms], w,
@@ -623,13 +686,16 @@ def plots(result: dict) -> dict:
     ax[0].set_xticks(range(len(doms)), doms)
     ax[0].set_ylabel("WMV - MV (points), N = 16, held out")
     ax[0].legend(fontsize=8)
-    for d, c in zip(doms, plt.rcParams["axes.prop_cycle"].by_key()["color"]):
-        ax[1].plot(ns, [100 * v for v in per[d]["bon_versa"]], "o-", color=c, label=f"{d}: BoN VersaPRM")
-        ax[1].plot(ns, [100 * v for v in per[d]["mv_n"]], "x:", color=c, label=f"{d}: MV")
-    ax[1].set_xscale("log", base=2)
-    ax[1].set_xlabel("N")
-    ax[1].set_ylabel("accuracy (%), exact over subsets")
-    ax[1].legend(fontsize=7, ncol=2)
+    for j, (name, lab) in enumerate((("versa", "VersaPRM"), ("math", "math PRM")), start=1):
+        for d, c in zip(doms, plt.rcParams["axes.prop_cycle"].by_key()["color"]):
+            ax[j].plot(ns, [100 * v for v in per[d][f"bon_{name}"]], "o-", color=c, label=f"{d}: BoN")
+            ax[j].plot(ns, [100 * v for v in per[d][f"wmv_n_{name}"]], "s--", color=c, ms=4, label=f"{d}: WMV")
+            ax[j].plot(ns, [100 * v for v in per[d]["mv_n"]], "x:", color=c, label=f"{d}: MV")
+        ax[j].set_xscale("log", base=2)
+        ax[j].set_xlabel("N")
+        ax[j].set_title(lab, fontsize=9)
+        ax[j].set_ylabel("accuracy (%), exact over subsets")
+        ax[j].legend(fontsize=6, ncol=3)
     fig.tight_layout()
     return {"versaprm": fig}
 
@@ -639,19 +705,26 @@ _PREREG_1 = ("first version (issue 46 era, evaluation steps seen in training): t
 _PREREG = ("registration 1 (issue 47): held-out evaluation, exact Best-of-N and votes; thresholds from the paper or "
            "the issue (5, -2, 0, 50, 80 points), none fixed on results; the solver's misconception ranges (TRAP) set "
            "on seeds 0-3 from majority-vote accuracy alone (no PRM) to bring it into the issue's 50-80%")
+_PREREG_2 = ("registration 2 (issue 47, after an outside review of registration 1): claims added beside the "
+             "registered ones, none moved; thresholds from the paper, the issue or a derivation, none fixed on results")
+_MATH_CONTROL = ("control: the paper's baseline, the math PRM (the same model before the multi-domain fine-tuning), on the "
+                 "same subsets of the same CoTs; majority voting (bon_curve_rises, bon_slope) is largely fixed in advance "
+                 "(MV@2 = MV@1 exactly, and the solver was calibrated on MV)")
 _MV_CONTROL = ("control: majority voting over the same subsets of the same CoTs (the issue's suggestion; the paper's "
                "figures plot MV beside BoN); exact over all subsets, ties as the authors break them")
 CLAIMS = [
     Claim("versa_helps_off_math", "On the non-math domains (bool, cups, walk), VersaPRM's weighted majority vote gains "
           "at least 5 points over majority voting at N = 16 (mean gain, points)",
-          "gain_nonmath_versa", ">=", 5.0, kind="paper", control="gain_nonmath_math", source="paper", tests="paper",
-          basis="paper abstract: VersaPRM +7.9% over MV on MMLU-Pro Law vs +1.3% for Qwen2.5-Math-PRM; 5 lies between; "
+          "gain_nonmath_versa", ">=", 5.0, kind="paper", control="gain_nonmath_math", source="issue 46", tests="paper",
+          basis="the effect is the paper's (abstract: VersaPRM +7.9% over MV on MMLU-Pro Law vs +1.3% for "
+                "Qwen2.5-Math-PRM); the threshold 5 is not the paper's number: it was set in issue 46 (it lies between "
+                "the two); source relabelled from 'paper' in registration 2; "
                 "measured on evaluation problems and steps held out from training; " + _PREREG,
           control_basis="the paper's baseline: a math-only PRM (the paper's Qwen2.5-Math-PRM / Llama-PRM800K), here "
                         "the same model before the multi-domain fine-tuning, on the same domains and CoTs"),
     Claim("no_math_regression", "On arith (math), VersaPRM's weighted majority vote is at most 2 points below the math "
           "PRM's (VersaPRM minus math PRM, points)", "math_versa_minus_math", ">=", -2.0, kind="paper",
-          control="math_nonmath_minus_math", source="preregistered", tests="paper",
+          control="math_nonmath_minus_math", source="issue 46", tests="paper",
           basis="paper: VersaPRM keeps the math PRM's math performance; 2-point tolerance from the issue (46); the "
                 "difference is computed exactly from counts (issue 47: seed 9 gave -2.0000000000000018); " + _PREREG,
           control_basis="a PRM trained on the non-math domains only, in VersaPRM's place (what the multi-domain "
@@ -684,13 +757,45 @@ CLAIMS = [
           "mv_max", "<=", 80.0, kind="check", basis="issue 47 / the brief: the solver is tuned so that MV is 50-80%"),
     Claim("bon_curve_rises", "On every domain, Best-of-N accuracy with VersaPRM does not decrease from N to 2N over "
           "N = 1, 2, 4, 8, 16 (smallest step over the four domains and four doublings, points)", "bon_step_min_versa",
-          ">=", 0.0, kind="paper", control="mv_step_min", source="issue 47", tests="paper",
+          ">=", 0.0, kind="paper", control="mv_step_min", source="issue 47", tests="proxy",
           basis="issue 47: accuracy improves with N (non-decreasing over 1, 2, 4, 8, 16); exact over all subsets, so "
-                "0 is exact; " + _PREREG, control_basis=_MV_CONTROL),
+                "0 is exact; stricter than the paper's 'grows with N' (no dip at any of the 16 domain x doubling "
+                "steps), hence tests='proxy' (relabelled from 'paper' in registration 2); " + _PREREG,
+          control_basis=_MV_CONTROL),
     Claim("bon_slope", "On every domain, the least-squares slope of Best-of-N accuracy with VersaPRM against log2 N over "
           "N = 1, 2, 4, 8, 16 is positive (smallest slope over the four domains, points per doubling)",
           "bon_slope_min_versa", ">", 0.0, kind="paper", control="mv_slope_min", source="issue 47", tests="paper",
           basis="issue 47: accuracy improves with N (or a positive slope); " + _PREREG, control_basis=_MV_CONTROL),
+    Claim("wmv_curve_rises", "On every domain, VersaPRM's weighted majority vote does not decrease from N to 2N over "
+          "N = 1, 2, 4, 8, 16 (smallest step over the four domains and four doublings, points)", "wmv_step_min_versa",
+          ">=", 0.0, kind="paper", control="wmv_step_min_math", source="paper", tests="proxy",
+          basis="paper: its curves plot WMV (its headline aggregation) with VersaPRM against N, rising; non-decreasing "
+                "at every doubling is stricter than the figures (hence proxy); exact over all subsets, so 0 is exact; "
+                "seed 0 was seen by the outside reviewer before this claim was written (its curve rises at every "
+                "doubling in all four domains, smallest step +1.0 in walk); " + _PREREG_2,
+          control_basis=_MATH_CONTROL),
+    Claim("bon_curve_rises_vs_math", "On every domain, Best-of-N accuracy with VersaPRM does not decrease from N to 2N "
+          "over N = 1, 2, 4, 8, 16 (smallest step over the four domains and four doublings, points), against the math "
+          "PRM's Best-of-N", "bon_step_min_versa", ">=", 0.0, kind="paper", control="bon_step_min_math",
+          source="issue 47", tests="proxy",
+          basis="bon_curve_rises with the paper's baseline as control instead of majority voting; stricter than the "
+                "paper's 'grows with N' (hence proxy); " + _PREREG_2, control_basis=_MATH_CONTROL),
+    Claim("bon_slope_vs_math", "On every domain, the least-squares slope of Best-of-N accuracy with VersaPRM against "
+          "log2 N over N = 1, 2, 4, 8, 16 is positive (smallest slope over the four domains, points per doubling), "
+          "against the math PRM's Best-of-N", "bon_slope_min_versa", ">", 0.0, kind="paper",
+          control="bon_slope_min_math", source="issue 47", tests="paper",
+          basis="bon_slope with the paper's baseline as control instead of majority voting (whose slope is positive "
+                "because the solver was calibrated so); seed 0's math-PRM slopes on bool, cups, walk (-4.0, -6.4, "
+                "-6.0) were seen by the outside reviewer; " + _PREREG_2, control_basis=_MATH_CONTROL),
+    Claim("no_math_regression_vs_base", "On arith (math), VersaPRM's weighted majority vote is at most 2 points below "
+          "the math PRM's (VersaPRM minus math PRM, points), against VersaPRM-Base", "math_versa_minus_math", ">=",
+          -2.0, kind="paper", control="math_base_minus_math", source="issue 46", tests="paper",
+          basis="no_math_regression with the authors' own ablation as control; 2-point tolerance from issue 46; "
+                + _PREREG_2,
+          control_basis="the authors' VersaPRM-Base (model_train/train_configs/versa_prm_base.yml: the multi-domain "
+                        "data, trained from the instruct model, not from the math PRM): here a WindowLM trained from "
+                        "scratch on all four domains with VersaPRM's fine-tuning budget (800 steps at fast); it may "
+                        "pass, which would make the claim non-discriminating"),
 ]
 CHAPTER = register(Chapter(
     slug="versaprm", part="safety",
