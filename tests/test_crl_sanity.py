@@ -214,6 +214,12 @@ def test_claims_registered_as_issue_47_asks():
     assert (ex.op, ex.threshold, ex.control) == (">", 0.0, "ccrl_excess_placebo")
     sq = by["mv_sqdist_injectivity_gives_back"]
     assert (sq.threshold, sq.control) == (by["mv_injectivity_gives_back"].threshold, "oracle_r2_gain_markers")
+    assert "known to pass by construction" in sq.basis
+    sx = by["mv_sqdist_injectivity_excess"]
+    assert sx.statement.startswith("(added after results)") and "ADDED AFTER RESULTS" in sx.basis and sx.source == "issue 47"
+    assert (sx.metric, sx.op, sx.threshold, sx.control) == ("mv_sqdist_excess_markers", ">", 0.0, "mv_sqdist_excess_placebo")
+    assert "built in" in ex.basis and "16 seeds" in by["mv_fails_ideal_vs_similarity_only"].basis
+    assert "0.960; LED" not in by["renderers_agree"].basis
     assert "registration 2" not in " ".join(c.basis for c in C.CLAIMS)  # numbering stays right after registration 2
 
 

@@ -602,7 +602,7 @@ RENDERINGS = {"ideal": dict(mode="ideal"), "realistic": dict(mode="realistic"),
               "no_vignetting": dict(mode="realistic", vignetting=False),
               "saturation_only": dict(mode="ideal", saturation=True)}
 _MV_RENDERINGS = ("ideal", "realistic", "markers", "no_vignetting")
-_MV_VARIANT_RENDERINGS = ("ideal", "realistic", "markers")
+_MV_VARIANT_RENDERINGS = ("ideal", "realistic", "markers", "no_vignetting")
 _ORACLE_RENDERINGS = ("ideal", "realistic", "markers", "noise_free", "no_vignetting", "saturation_only")
 _RGB = [0, 1, 2]
 
@@ -725,6 +725,8 @@ def _experiment(cfg: dict, scale: str, seed: int) -> dict:
         mv_sqdist_gain_markers=mvv["markers"] - mvv["realistic"],
         mv_sqdist_excess_markers=(mvv["markers"] - mvv["realistic"]) - (orm["markers"] - orm["realistic"]),
         mv_gain_placebo=mvm["no_vignetting"] - mvm["realistic"],
+        mv_sqdist_gain_placebo=mvv["no_vignetting"] - mvv["realistic"],
+        mv_sqdist_excess_placebo=(mvv["no_vignetting"] - mvv["realistic"]) - (orm["no_vignetting"] - orm["realistic"]),
         # the saturation-only ablation: the ideal images with the camera model that saturates
         ccrl_drop_saturation=ccrl_mcc["ideal"] - ccrl_mcc["saturation_only"],
         oracle_mcc_drop_saturation=om["ideal"] - om["saturation_only"],
@@ -809,7 +811,9 @@ CLAIMS = [
           basis="the paper: Multiview CRL fails even on the synthetic ablation; mv_fails_ideal's control changes four "
                 "things at once (similarity, negatives from the other view only, view-encoder outputs, no clipping), "
                 "the outside review of registration 1 asked for a control that changes only the similarity; added at "
-                "the second registration, before its control had been run on any seed; " + _THRESH + _KNOWN,
+                "the second registration, before its control had been run on any seed; its measured side is "
+                "mv_fails_ideal's (the same statistic, mv_r2_ideal), known on all 16 seeds (0.477-0.620, below 0.8 on "
+                "every seed) before this claim was registered; " + _THRESH + _KNOWN,
           control_basis="control: the authors' setup (NT-Xent, tau = 1, negatives from both views, view encoders with "
                 "5 outputs, gradient clipping at 2) with only the similarity changed, cosine -> -||a - b||^2 "
                 "(nt_xent_sqdist), on the same images: if it failed too, the failure would not be the cosine's"),
@@ -867,7 +871,10 @@ CLAIMS = [
                 "ccrl_injectivity_gives_back's control (the oracle's gain) clears 0.1 by construction here (restoring "
                 "injectivity puts the angles back into the images); the prose of registration 1 already reported this "
                 "statistic over 16 seeds (median 0.052, positive on 15 of 16); threshold 0 derived (a method that "
-                "only reads back what the images regained gains what the oracle gains); issue 47 asked for it",
+                "only reads back what the images regained gains what the oracle gains); issue 47 asked for it; by "
+                "this design 'not discriminating' is built in: the placebo's excess is centred near 0 (median 0.004, "
+                "positive on 11 of 16 seeds, in the second registration's sweep), so against a threshold of 0 the "
+                "control passes on about half the seeds",
           control_basis="control: the same excess for the placebo change (removing vignetting, which breaks no "
                 "assumption): the method's gain minus the oracle's gain from it, in the same run"),
     Claim("mv_sqdist_injectivity_gives_back", "Restoring injectivity alone gives Multiview CRL with the "
@@ -876,7 +883,25 @@ CLAIMS = [
           basis="the paper: assumptions on the mixing are crucial; mv_injectivity_gives_back fails by construction "
                 "with the authors' loss (it learns no angles, so it has none to get back); the variant learns the "
                 "angles (on seed 0 it dropped 0.27 from ideal to realistic before this claim was written); the same "
-                "threshold as its sibling; " + _THRESH, control_basis=_ORACLE_GAIN),
+                "threshold as its sibling; its control (the oracle's gain) was known to pass by construction when "
+                "this claim was registered (restoring injectivity puts the angles back into the images; the oracle's "
+                "R^2 gain was >= 0.1 on every seed of registration 1's sweep), so this claim cannot discriminate; "
+                "mv_sqdist_injectivity_excess beside it asks for the gain beyond the oracle's; " + _THRESH,
+          control_basis=_ORACLE_GAIN),
+    Claim("mv_sqdist_injectivity_excess", "(added after results) Restoring injectivity (the polarizer pointers) gives "
+          "Multiview CRL with the squared-distance loss back more mean block R^2 than it gives the supervised oracle: "
+          "the method's gain minus the oracle's > 0", "mv_sqdist_excess_markers", ">", 0.0, kind="paper",
+          control="mv_sqdist_excess_placebo", source="issue 47", tests="proxy",
+          basis="ADDED AFTER RESULTS, not preregistered: the second outside review found that "
+                "mv_sqdist_injectivity_gives_back's control (the oracle's gain) passes by construction; the value was "
+                "known over 16 seeds before this claim was written (median -0.025, positive on 3 of 16 seeds), so it "
+                "is expected to fail; threshold 0 derived as for ccrl_injectivity_excess (a method that only reads "
+                "back what the images regained gains what the oracle gains); issue 47 asked for it; a placebo centred "
+                "near 0 against a threshold of 0 passes on about half the seeds, so 'not discriminating' is likely by "
+                "this design",
+          control_basis="control: the same excess for the placebo change (removing vignetting, which breaks no "
+                "assumption): the variant's gain minus the oracle's gain from it, in the same run (the variant now "
+                "also trains on no_vignetting, in its own group, independent of the others up to rounding, tested)"),
     Claim("ccrl_camera_model_drops", "The camera-model ablation (the ideal images through Model F3: colour crosstalk, "
           "leaky polarizers, exposure and clipping) costs Contrastive CRL >= 0.2 MCC", "ccrl_drop_saturation", ">=",
           0.2, kind="paper", control="oracle_mcc_drop_saturation", source="issue 47", tests="proxy",
@@ -896,8 +921,10 @@ CLAIMS = [
           "renderers_colour_corr_ideal_no_pointers", ">=", 0.999,
           kind="check", basis="derivation: in both, an ideal image's mean colour without the pointers is (area of the "
                 "lit shape) c cos^2(theta1 - theta2), so the correlation is 1 up to rounding; a wrong input convention "
-                "breaks it (angles in radians instead of degrees: 0.960; LED levels 0-1 instead of 0-255: 0.894; "
-                "tested); registration 1 compared with the pointers at >= 0.9, which the radians convention passed, "
+                "breaks the correlation only a little here (angles in radians instead of degrees: about 0.99, 0.988-0.991 on "
+                "the test's draws, < 0.999, tested; with the pointers, as registration 1 compared, radians gave 0.960 "
+                "and LED levels 0-1 instead of 0-255 0.894); registration 1 compared with the pointers at >= 0.9, "
+                "which the radians convention passed, "
                 "so the outside review asked for this (issue 47); a correlation does not see the LED scale without the "
                 "pointers (LED levels 0-1 give 1.000 here), hence renderers_agree_level beside it"),
     Claim("renderers_agree_level", "The authors' renderer (Model F1) and ours give the same colour at the centre of "
