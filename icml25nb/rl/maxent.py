@@ -731,7 +731,11 @@ CLAIMS = [
           "run (the return is above 0 exactly when the goal is reached); budget 2000 steps (the authors run 1e5), "
           "fixed for CPU time before any run. Added after the outside review of registration 1",
           control_basis="plain SAC with the same alpha = 1, networks, learning rate, tau, batch and budget (the "
-          "paper's remedy removed; the authors' own baseline on this task)"),
+          "paper's remedy removed; the authors' own baseline on this task)", status="withdrawn",
+          reason="registration 3, after its only sweep (registration 2, seeds 0-15): its metric, the return of a "
+          "deterministic policy on a deterministic task (one of +1, -1, -20), made the control constant (plain SAC -1 on "
+          "every seed), which the book cannot score (a constant control); it passed on no seed (SAC-AdaEnt -1 on every "
+          "seed, the same as plain SAC). Withdrawn, which counts as not reproduced; the result stays in the prose"),
     Claim("soft_vi_matches_closed_form", "Soft value iteration gives the closed-form soft values of both branches "
           "(largest absolute error)", "closed_form_err", "<=", 1e-9, kind="check", basis="closed form derived above"),
     Claim("policy_switches_at_alpha_star", "On every instance the exact soft-optimal policy prefers the narrow branch at "
