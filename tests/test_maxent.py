@@ -139,3 +139,25 @@ def test_claims_follow_issue_47():
     for c in M.CLAIMS:
         if c.kind == "paper":
             assert c.tests in ("paper", "proxy") and c.control_basis
+
+
+def test_toy_example_env_follows_the_authors_rules_and_its_switch_point():
+    check_env(M.ToyExampleEnv(), skip_render_check=True)
+    env = M.ToyExampleEnv()
+    o, _ = env.reset(seed=0)
+    assert o.tolist() == [1, 0, 0, 0, 0, 0]
+    o, r, done, _, _ = env.step(np.array([0.0]))  # a <= 0: the precise branch
+    assert (o[1], r, done) == (1.0, 0.0, False)
+    assert env.step(np.array([0.05]))[1:3] == (1.0, True)
+    env.reset()
+    env.step(np.array([-0.5]))
+    assert env.step(np.array([0.1]))[1] == -20.0  # |a| < 0.1 is strict
+    env.reset()
+    assert env.step(np.array([0.3]))[0][2] == 1.0
+    assert env.step(np.array([0.0]))[1:3] == (-1.0, True)
+    # at alpha* the soft values of the two branches agree; alpha = 1 is above it (the authors' temperature)
+    s = M.toy_example_alpha_star(0.1)
+    v1 = s * math.log(0.2 * math.exp(1 / s) + 1.8 * math.exp(-20 / s))
+    assert abs(v1 - (-1 + s * math.log(2))) < 1e-9 and 0.8 < s < 1.0
+    with pytest.raises(ValueError, match="band"):
+        M.ToyExampleEnv(band=1.5)
