@@ -142,6 +142,9 @@ def test_toy_measures_use_the_data_scale():
     assert all(np.isfinite(m[k]) for k in ("excess", "far", "guard", "fit_rmse"))
     assert m["excess"] == 0.0 and m["far"] == pytest.approx(0.0) and m["guard"] == pytest.approx(0.0)
     assert m["fit_rmse"] > 1.0  # 2 below the data everywhere: far off the fit
+    # issue 47 (second review): the near band 0.5 < |a| < 1 too gives excess 0 for a flat critic, so a flat critic
+    # passes toy_near_band_not_above_data (<= 0); toy_keeps_data_fit (fit_rmse <= 0.1) is the claim that catches it
+    assert m["near_excess"] == 0.0 and m["band13"] == pytest.approx(0.0)
     g = np.linspace(-3, 3, 601)
     lin = P.CriticLN(0, 1, (2,), layer_norm=False, n=1)  # Q = |a|
     with torch.no_grad():
@@ -151,8 +154,14 @@ def test_toy_measures_use_the_data_scale():
     band = np.abs(g[(np.abs(g) >= 1) & (np.abs(g) <= 1.5)])
     assert P.toy_extrapolation(lin, 1.0, grid=g)["guard"] == pytest.approx((band.mean() + 2) / (top + 2), rel=1e-4)
     assert P.toy_extrapolation(lin, 1.0, grid=g, pa_distance=100.0)["guard"] == pytest.approx((2.0 + 2) / (top + 2), rel=1e-3)
+    m = P.toy_extrapolation(lin, 1.0, grid=g)
+    span = np.ptp(P.toy_q(g[np.abs(g) <= 0.5]))
+    assert m["near_excess"] == pytest.approx((0.99 - 0.5) / span, rel=1e-4)  # |a| rises to 0.99 past the data's 0.5
+    assert m["band13"] == pytest.approx((2.0 + 2) / (top + 2), rel=1e-3)  # mean |a| on 1..3 is 2, whatever L
     with pytest.raises(ValueError, match="grid"):
         P.toy_extrapolation(lin, 1.0, grid=np.linspace(-1.2, 1.2, 25))
+    with pytest.raises(ValueError, match="grid"):  # no point with 0.5 < |a| < 1
+        P.toy_extrapolation(lin, 1.0, grid=np.r_[np.linspace(-3, -1, 21), np.linspace(-0.5, 0.5, 11), np.linspace(1, 3, 21)])
 
 
 def test_pa_pull_and_ln_bound_ratio(data):

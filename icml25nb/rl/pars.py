@@ -18,10 +18,10 @@ from ..control import collect_dataset as _collect
 from ..core import Chapter, Claim, check_int, check_scale, check_seed, make_rng, progress, register
 
 # %% auto #0
-__all__ = ['TOY_Q_LOW', 'SCALE_CONFIG', 'TOY_VARIANTS', 'PAPER_DISTANCE', 'TD3BC_TUNED_ALPHA', 'AGENT_VARIANTS', 'SHORT_ONLY',
-           'GAMMA', 'PA_DISTANCE', 'R_MIN_POINTMASS', 'CLAIMS', 'CHAPTER', 'CriticLN', 'ln_output_bound',
-           'sample_infeasible', 'q_min', 'pars_critic_loss', 'PARS', 'scripted_pointmass', 'collect_dataset', 'toy_q',
-           'fit_toy_critic', 'toy_extrapolation', 'ood_gap', 'experiment', 'plots']
+__all__ = ['TOY_Q_LOW', 'SCALE_CONFIG', 'TOY_VARIANTS', 'PAPER_DISTANCE', 'TD3BC_TUNED_ALPHA', 'PARS_TUNED_ALPHA',
+           'AGENT_VARIANTS', 'SHORT_ONLY', 'GAMMA', 'PA_DISTANCE', 'R_MIN_POINTMASS', 'CLAIMS', 'CHAPTER', 'CriticLN',
+           'ln_output_bound', 'sample_infeasible', 'q_min', 'pars_critic_loss', 'PARS', 'scripted_pointmass',
+           'collect_dataset', 'toy_q', 'fit_toy_critic', 'toy_extrapolation', 'ood_gap', 'experiment', 'plots']
 
 # %% ../../nbs/rl/01_pars.ipynb #6c82a7a8
 class CriticLN(nn.Module):
@@ -194,21 +194,25 @@ def fit_toy_critic(layer_norm: bool, reward_scale: float, pa_alpha: float, pa_di
 
 
 def toy_extrapolation(net: CriticLN, reward_scale: float, grid=None, pa_distance: float = 1.5) -> dict:
-    """excess, far, guard (defined above) and the in-data RMSE of a fitted toy critic, Q in units of q (Q / c);
-    the scales are those of the true q on the data, so that a flat critic cannot divide by zero."""
+    """excess, far, guard (defined above), near_excess (as excess on 0.5 < |a| < 1, between the data and the box's
+    edge), band13 (as guard on 1 <= |a| <= 3, the L = 100 band) and the in-data RMSE of a fitted toy critic, Q in
+    units of q (Q / c); the scales are those of the true q on the data, so that a flat critic cannot divide by zero."""
     a = torch.linspace(-3, 3, 601) if grid is None else torch.as_tensor(grid, dtype=torch.float32)
     pa_distance = _check_float("pa_distance", pa_distance, 1.0, open_low=True)
     with torch.no_grad():
         q = net(torch.zeros(len(a), 0), a[:, None])[0].numpy() / reward_scale
     a = a.numpy()
     inn, guard = np.abs(a) <= 0.5, (np.abs(a) >= 1) & (np.abs(a) <= pa_distance)
-    if not inn.any() or not guard.any() or not (np.abs(a) >= 1.5).any():
-        raise ValueError("grid must hold points with |a| <= 0.5, 1 <= |a| <= pa_distance and |a| >= 1.5")
+    near, band13 = (np.abs(a) > 0.5) & (np.abs(a) < 1), (np.abs(a) >= 1) & (np.abs(a) <= 3)
+    if not inn.any() or not guard.any() or not (np.abs(a) >= 1.5).any() or not near.any():
+        raise ValueError("grid must hold points with |a| <= 0.5, 0.5 < |a| < 1, 1 <= |a| <= pa_distance and |a| >= 1.5")
     qin, qtrue = q[inn], toy_q(a[inn])
     span, top = qtrue.max() - qtrue.min(), qtrue.max()  # the data's own range and maximum: never 0
     return {"excess": float((q[np.abs(a) >= 1].max() - qin.max()) / span),
             "far": float((q[np.abs(a) >= 1.5].mean() - TOY_Q_LOW) / (top - TOY_Q_LOW)),
             "guard": float((q[guard].mean() - TOY_Q_LOW) / (top - TOY_Q_LOW)),
+            "near_excess": float((q[near].max() - qin.max()) / span),
+            "band13": float((q[band13].mean() - TOY_Q_LOW) / (top - TOY_Q_LOW)),
             "fit_rmse": float(np.sqrt(np.mean((qin - qtrue) ** 2)) / span), "a": a, "q": q}
 
 # %% ../../nbs/rl/01_pars.ipynb #7b496414
@@ -240,6 +244,7 @@ TOY_VARIANTS = {"plain": (False, 1.0, 0.0), "ln": (True, 1.0, 0.0), "rsln": (Tru
                 "pa": (False, 1.0, 0.1), "pars": (True, 10.0, 0.1)}  # (layer_norm, reward_scale c, pa_alpha)
 PAPER_DISTANCE = 100.0  # the paper's L for MuJoCo (1000 for AntMaze offline); the chapter's own is PA_DISTANCE
 TD3BC_TUNED_ALPHA = 0.05  # TD3+BC's alpha tuned on seeds 0-3 at long_updates (grid 0.05-2.5; see the claims)
+PARS_TUNED_ALPHA = 0.05  # PARS's alpha tuned the same way (issue 47, second review; see the claims)
 AGENT_VARIANTS = {"td3bc": dict(reward_scale=1.0, layer_norm=False, pa_alpha=0.0),
                   "rsln": dict(reward_scale=10.0, layer_norm=True, pa_alpha=0.0),
                   "pa": dict(reward_scale=1.0, layer_norm=False, pa_alpha=0.1),
@@ -247,7 +252,8 @@ AGENT_VARIANTS = {"td3bc": dict(reward_scale=1.0, layer_norm=False, pa_alpha=0.0
                   "pars_L100": dict(reward_scale=10.0, layer_norm=True, pa_alpha=0.1, pa_distance=PAPER_DISTANCE),
                   "pars_c1": dict(reward_scale=1.0, layer_norm=True, pa_alpha=0.1),
                   "td3bc_c10": dict(reward_scale=10.0, layer_norm=False, pa_alpha=0.0),
-                  "td3bc_tuned": dict(reward_scale=1.0, layer_norm=False, pa_alpha=0.0, alpha=TD3BC_TUNED_ALPHA)}
+                  "td3bc_tuned": dict(reward_scale=1.0, layer_norm=False, pa_alpha=0.0, alpha=TD3BC_TUNED_ALPHA),
+                  "pars_tuned": dict(reward_scale=10.0, layer_norm=True, pa_alpha=0.1, alpha=PARS_TUNED_ALPHA)}
 SHORT_ONLY = ("rsln", "pa")  # trained for `updates` only; the others go on to `long_updates`
 GAMMA, PA_DISTANCE, R_MIN_POINTMASS = 0.9, 1.5, -2 * math.sqrt(2)  # r = -||p - g|| >= -2 sqrt(2) in the box
 
@@ -316,6 +322,11 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         ret = ev(agent)
         res["offline_long"][name] = {"return": ret, "norm_return": norm(ret), "gap": ood_gap(agent, states)}
     res["timings"]["offline_s"] = time.perf_counter() - t1
+    off, lng = res["offline"], res["offline_long"]  # paired differences, same seed and data (issue 47)
+    res["paired"] = {"long_pars_tuned_minus_td3bc_tuned": lng["pars_tuned"]["norm_return"] - lng["td3bc_tuned"]["norm_return"],
+                     "long_pars_minus_td3bc_tuned": lng["pars"]["norm_return"] - lng["td3bc_tuned"]["norm_return"],
+                     "gap_pars_minus_pa": off["pars"]["gap"] - off["pa"]["gap"],
+                     "gap_td3bc_minus_pa": off["td3bc"]["gap"] - off["pa"]["gap"]}
     # the three withdrawn checks' values (issue 47: they hold by construction), kept measured
     pars = res["offline"]["pars"]
     res["q_min_error"] = abs(pars["q_min"] - AGENT_VARIANTS["pars"]["reward_scale"] * R_MIN_POINTMASS / (1 - GAMMA))
@@ -421,8 +432,11 @@ CLAIMS = [
           "not fall that far (gap / c <= -0.15)", "offline.pars.gap", "<=", -0.15, kind="paper",
           control="offline.pa.gap", source="issue 47", tests="proxy",
           control_basis="PA alone (the paper's ablation) on the same data; the chapter's first issue asked for PARS "
-                        "against each single ingredient, and this comparison was dropped after a pilot on seeds 0-1 "
-                        "(PA alone's gap was about -4); issue 47 restores it as stated",
+                        "against each single ingredient, in the chapter's own words at 1a84990: 'The issue asked that "
+                        "PARS beat *each* single ingredient on the offline OOD gap'; this comparison was dropped after "
+                        "a pilot on seeds 0-1 (PA alone's gap was about -4); issue 47 restores it as stated. NB as "
+                        "registered it tests PARS's gap against the fixed -0.15 and PA alone's against the same "
+                        "threshold, not PARS against PA alone: ood_gap_paired_vs_pa does that",
           basis=_OFF + "; the threshold of the sibling gap claims, " + _PREREG),
     Claim("toy_guard_band_falls", "1-D picture, on the guard band 1 <= |a| <= L = 1.5 that PA never samples: the "
           "PARS critic has fallen most of the way to Q_min (mean Q above Q_min over the data maximum above Q_min "
@@ -436,8 +450,13 @@ CLAIMS = [
     Claim("toy_guard_band_falls_L100", "1-D picture with L = 100: on the whole unpenalised band 1 <= |a| <= 3 "
           "looked at, the PARS critic has come down towards Q_min (<= 0.4 on the scale of toy_guard_band_falls); "
           "RS-LN alone stays high", "toy_L100.pars.guard", "<=", 0.4, kind="paper", control="toy.rsln.guard",
-          source="preregistered", tests="paper", control_basis="RS-LN alone (PA removed; L plays no part without PA)",
-          basis=_PREREG47),
+          source="preregistered", tests="paper", control_basis="RS-LN alone (PA removed; L plays no part without PA); "
+          "NB measured on the guard band 1 <= |a| <= 1.5, not on the claim's 1 <= |a| <= 3: "
+          "toy_guard_band_falls_L100_same_band measures the control on the same band",
+          basis="0.4 rather than toy_guard_band_falls's 0.3: the band is twice as wide and all of it unpenalised at "
+                "L = 100 (PA samples 100 <= |a| <= 200), so a slower fall was allowed for; the registration did not "
+                "write this down (issue 47, second review: the reason is stated after the fact; the seed 0-3 values "
+                "below, 0.18-0.26, would also pass 0.3); " + _PREREG47),
     Claim("toy_keeps_data_fit_L100", "As toy_keeps_data_fit with L = 100, against PA alone at L = 100",
           "toy_L100.pars.fit_rmse", "<=", 0.1, kind="paper", control="toy_L100.pa.fit_rmse", source="preregistered",
           tests="paper", control_basis="PA alone at L = 100 (RS-LN removed)",
@@ -475,7 +494,64 @@ CLAIMS = [
           basis=_RET + "; " + _PREREG47),
     Claim("ln_bound_trained", "The trained PARS critic's largest |Q| on actions of size ~1e6, over its LayerNorm "
           "bound, is at most 1", "offline.pars.ln_bound_ratio", "<=", 1.0 + 1e-4, kind="check",
-          basis="the LayerNorm bound derived above (1e-4: float32 rounding and LayerNorm's epsilon)"),
+          basis="a regression test of the critic's layer order (LayerNorm right before each ReLU, one Linear after "
+                "the last): the LayerNorm bound derived above holds for any weights, trained or not, so this checks "
+                "the construction, not what training does (issue 47, second review; the pull of Q on A_I towards "
+                "Q_min is offline.pars.pa_pull, reported in the prose); 1e-4: float32 rounding and LayerNorm's "
+                "epsilon"),
+    # ---- issue 47, second outside review (registration 2); every one added after results ----
+    Claim("return_long_tuned_vs_td3bc_tuned", "Offline point mass after 3000 updates, both methods' alpha tuned the "
+          "same way: PARS(tuned) minus TD3+BC(tuned), paired by seed, is at least -0.05 (non-inferior); PARS at its "
+          "untuned alpha = 2.5 is not (added after results)", "paired.long_pars_tuned_minus_td3bc_tuned", ">=", -0.05,
+          kind="paper", control="paired.long_pars_minus_td3bc_tuned", source="issue 47", tests="proxy",
+          control_basis="PARS at its default alpha = 2.5, i.e. the tuning removed from PARS's side only: the "
+                        "registration-1 comparison (PARS 0.90, 0.83, 0.92, 0.88 against the tuned TD3+BC's 0.97, "
+                        "0.98, 1.00, 0.98 on seeds 0-3, known before this claim)",
+          basis="(added after results) -0.05: the issue's non-inferiority margin (5% of the random-to-behaviour "
+                "range); PARS_TUNED_ALPHA = 0.05: PARS's alpha tuned on seeds 0-3 as TD3+BC's was, over the same grid "
+                "(0.05, 0.1, 0.25, 0.5, 1; 2.5 from the registration-1 runs), PARS's 3000-update protocol of this "
+                "experiment, best mean normalised return; the return falls with alpha on every seed (0.05: 0.974, "
+                "0.978, 0.998, 0.986; 0.1: 0.967, 0.962, 0.991, 0.978; 0.25: 0.952, 0.940, 0.975, 0.966; 0.5: "
+                "0.939, 0.909, 0.957, 0.952; 1: 0.917, 0.885, 0.941, 0.928; 2.5: 0.90, 0.83, 0.92, 0.88), so both "
+                "tunings end at the grid's edge 0.05, towards pure cloning; on seeds 0-3 the paired difference "
+                "was therefore near 0 (TD3+BC tuned 0.97, 0.98, 1.00, 0.98) when this claim was written; the task rewards cloning the behaviour policy (normalised return 1 "
+                "is the data's own policy), so it can show PARS not worse than a tuned TD3+BC, not better"),
+    Claim("ood_gap_paired_vs_pa", "Offline point mass, paired by seed: PARS's OOD gap minus PA alone's is at most 0 "
+          "(PARS's Q falls at least as far outside the support as PA alone's) (added after results)",
+          "paired.gap_pars_minus_pa", "<=", 0.0, kind="paper", control="paired.gap_td3bc_minus_pa",
+          source="issue 47", tests="proxy",
+          control_basis="TD3+BC (both ingredients removed) against PA alone, same seed and data",
+          basis="(added after results) 0: the issue's 'PARS beat each single ingredient on the offline OOD gap' "
+                "read as a paired comparison; on seeds 0-3 PA alone's gap was -4.51, -4.31, -4.21, -4.23 against "
+                "PARS's -0.24, -0.26, -0.19, -0.25, so this was expected to fail: without LayerNorm PA drags the "
+                "whole linear critic down, the data's Q-values included"),
+    Claim("toy_near_band_not_above_data", "1-D picture, between the data's edge and the box's (0.5 < |a| < 1): the "
+          "PARS critic never exceeds its largest in-data value (near_excess <= 0); the plain ReLU critic does "
+          "(added after results)", "toy.pars.near_excess", "<=", 0.0, kind="paper", control="toy.plain.near_excess",
+          source="derived", tests="paper",
+          control_basis="the plain ReLU critic, the paper's Figure 1 baseline, in the same run",
+          basis="(added after results) 0 is the in-data maximum itself, as in toy_not_above_data, which starts at "
+                "|a| >= 1 and so leaves this band out; the second review measured PARS above its in-data maximum "
+                "here on 14/16 seeds by 0.008-0.081 of the range. A flat critic gives 0 and passes; "
+                "toy_keeps_data_fit catches it"),
+    Claim("toy_not_above_data_vs_rsln", "As toy_not_above_data (|a| >= 1) against RS-LN alone: RS-LN without PA "
+          "rises above the data (added after results)", "toy.pars.excess", "<=", 0.0, kind="paper",
+          control="toy.rsln.excess", source="derived", tests="paper",
+          control_basis="RS-LN alone (PA removed), the paper's own ablation, in the same run; the second review "
+                        "measured RS-LN's excess above 0 on 15/16 seeds",
+          basis="(added after results) the metric and threshold of toy_not_above_data, another control"),
+    Claim("toy_guard_band_falls_L100_same_band", "As toy_guard_band_falls_L100, with the control measured on the "
+          "same band 1 <= |a| <= 3 (added after results)", "toy_L100.pars.band13", "<=", 0.4, kind="paper",
+          control="toy.rsln.band13", source="preregistered", tests="paper",
+          control_basis="RS-LN alone (PA removed; L plays no part without PA) on 1 <= |a| <= 3",
+          basis="(added after results) the threshold of toy_guard_band_falls_L100, kept; toy_L100.pars.band13 is "
+                "toy_L100.pars.guard (at L = 100 the guard band on the grid is 1 <= |a| <= 3); " + _PREREG47),
+    Claim("ood_gap_long_vs_td3bc", "As ood_gap_vs_td3bc after 3000 updates (the return claims' length) "
+          "(added after results)", "offline_long.pars.gap", "<=", -0.15, kind="paper",
+          control="offline_long.td3bc.gap", source="preregistered", tests="proxy",
+          control_basis="TD3+BC on the same data after the same 3000 updates",
+          basis="(added after results: these gaps were in the registration-1 results, not in any claim) the "
+                "threshold of ood_gap_vs_td3bc, kept"),
 ]
 
 # %% ../../nbs/rl/01_pars.ipynb #a77e2336
