@@ -69,3 +69,55 @@ def test_bad_inputs():
         H.optimal_dasgupta_cost(np.zeros((13, 13)))
     with pytest.raises(ValueError, match="depth >= 2"):
         H.weak_top_probabilities(1)
+
+
+def _data_answer(sim, u, v, w):
+    "Brute force: the vertex outside the most similar pair (no ties in `sim`)."
+    pairs = {(u, v): w, (u, w): v, (v, w): u}
+    return pairs[max(pairs, key=lambda p: sim[p])]
+
+
+@pytest.mark.parametrize("similarity", ["edges", "neighbours"])
+def test_data_triplet_oracle_names_the_vertex_outside_the_most_similar_pair(similarity):
+    rng = np.random.default_rng(7)
+    W = rng.random((9, 9)); W = (W + W.T) / 2; np.fill_diagonal(W, 0)
+    if similarity == "edges":
+        sim = W
+    else:
+        nrm = np.sqrt((W * W).sum(1))
+        sim = (W @ W) / np.outer(nrm, nrm)
+    o = H.DataTripletOracle(W, similarity, seed=3)
+    T = np.array(list(itertools.combinations(range(9), 3)))
+    got = o.query_many(*T.T)
+    want = [_data_answer(sim, *t) for t in T]
+    np.testing.assert_array_equal(got, want)
+    assert o.queries == len(T)
+    # the kernel's vote counts agree with the answers
+    pairs = np.array([[0, 1], [2, 5]]); wit = np.array([[2, 3, 4], [0, 1, 8]])
+    votes = o.count_votes(pairs, wit)
+    np.testing.assert_array_equal(votes, [sum(_data_answer(sim, *p, x) == x for x in ws) for p, ws in zip(pairs, wit)])
+
+
+def test_data_triplet_oracle_breaks_ties_by_seed_and_persistently():
+    W = np.zeros((6, 6))  # every pair ties: the answers come from the seeded order alone
+    a = H.DataTripletOracle(W, "edges", seed=1)
+    T = np.array(list(itertools.combinations(range(6), 3)))
+    x = a.query_many(*T.T)
+    np.testing.assert_array_equal(x, a.query_many(*T.T))  # persistent
+    np.testing.assert_array_equal(x, H.DataTripletOracle(W, "edges", seed=1).query_many(*T.T))
+    assert not np.array_equal(x, H.DataTripletOracle(W, "edges", seed=2).query_many(*T.T))
+    assert len(set(x.tolist())) > 1  # not always the same vertex
+
+
+def test_data_triplet_oracle_runs_the_oracle_algorithms():
+    W, Z = H.hsbm(depth=5, seed=4)
+    o = H.DataTripletOracle(W, seed=0)
+    for alg in (H.oracle_hc_dasgupta, H.oracle_hc_mw):
+        z = alg(o, seed=0)
+        assert H.dasgupta_cost(W, z) > 0 and z.shape == (31, 4)
+    with pytest.raises(ValueError, match="similarity"):
+        H.DataTripletOracle(W, "cosine")
+    with pytest.raises(ValueError, match="at least 3"):
+        H.DataTripletOracle(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="symmetric"):
+        H.DataTripletOracle(np.triu(np.ones((4, 4)), 1))

@@ -19,8 +19,8 @@ from ..kernels import rng as RK
 # %% auto #0
 __all__ = ['SCALE_CONFIG', 'FAMILIES', 'CLAIMS', 'CHAPTER', 'check_weights', 'dasgupta_cost', 'mw_revenue', 'lca_sizes',
            'level_probabilities', 'weak_top_probabilities', 'expected_weights', 'hsbm', 'optimal_dasgupta_cost',
-           'SplittingOracle', 'oracle_hc_dasgupta', 'oracle_hc_mw', 'average_linkage', 'spectral_sparsest_cut',
-           'experiment', 'plots']
+           'SplittingOracle', 'DataTripletOracle', 'oracle_hc_dasgupta', 'oracle_hc_mw', 'average_linkage',
+           'spectral_sparsest_cut', 'experiment', 'plots']
 
 # %% ../../nbs/algorithms/02_hclust.ipynb #1cc3db45
 def check_weights(W) -> np.ndarray:
@@ -218,6 +218,41 @@ class SplittingOracle:
         self.queries += int(((witnesses != pairs[:, :1]) & (witnesses != pairs[:, 1:])).sum())
         return HK.count_votes(self.S, pairs, witnesses, self.p_err, self.seed)
 
+# %% ../../nbs/algorithms/02_hclust.ipynb #d671a6b6
+class DataTripletOracle(SplittingOracle):
+    """Ablation of the oracle: triplet answers computed from the data W, not from a reference tree.
+
+    For (u, v, w) the pair with the highest similarity stays together and the third vertex splits away; ties are
+    broken by a seeded random order, once (the answers are persistent). `similarity="neighbours"` (default) is the
+    cosine similarity of the rows of W (common neighbours, normalised: it pools n edges per pair); `"edges"` is W
+    itself. The answers come from the same kernel as the splitting oracle's, with dissimilarity ranks in place of
+    LCA sizes, so any algorithm that takes a `SplittingOracle` runs on them unchanged."""
+
+    def __init__(self, W, similarity: str = "neighbours", seed: int = 0):
+        W = check_weights(W)
+        if similarity not in ("neighbours", "edges"):
+            raise ValueError(f"similarity must be 'neighbours' or 'edges', got {similarity!r}")
+        n = len(W)
+        if n < 3:
+            raise ValueError("the oracle needs at least 3 vertices")
+        W = W - np.diag(np.diag(W))
+        if similarity == "edges":
+            sim = W
+        else:
+            norms = np.sqrt((W * W).sum(1))
+            sim = (W @ W) / np.maximum(np.outer(norms, norms), 1e-300)
+        iu = np.triu_indices(n, 1)
+        tie = make_rng(check_seed(seed), 4).random(len(iu[0]))
+        order = np.lexsort((tie, -sim[iu]))  # most similar first; ties in a seeded random order
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(1, len(order) + 1)
+        S = np.zeros((n, n), dtype=np.int64)
+        S[iu] = rank
+        self.S = S + S.T
+        self.n, self.p_err, self.persistent, self.seed = n, 0.0, True, check_seed(seed)
+        self.similarity = similarity
+        self.queries = 0
+
 # %% ../../nbs/algorithms/02_hclust.ipynb #7588c8fb
 def _votes_tree(oracle: SplittingOracle, nodes: np.ndarray) -> np.ndarray:
     "Average-linkage tree (linkage on local indices) of the pairwise oracle votes among `nodes`."
@@ -379,6 +414,12 @@ def _run_family(family: str, cfg: dict, seed: int) -> dict:
         out["runs"][p] = dict(dasgupta=ratio(zd, "Q"), mw=ratio(zm, "Q"), dasgupta_on_W=ratio(zd, "W"),
                               queries_dasgupta=qd, queries_mw=o.queries - qd,
                               exact=bool(p == 0 and np.array_equal(lca_sizes(zd), lca_sizes(Z))))
+    do = DataTripletOracle(W, "neighbours", seed=seed * 10 + 2)  # the ablation: the same algorithms, data answers
+    zd = oracle_hc_dasgupta(do, seed=seed)
+    qd = do.queries
+    zm = oracle_hc_mw(do, seed=seed)
+    out["data_triplets"] = dict(dasgupta=ratio(zd, "Q"), mw=ratio(zm, "Q"), queries_dasgupta=qd,
+                                queries_mw=do.queries - qd)
     return out
 
 
@@ -413,8 +454,14 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
             oracle_cost_p02=r2["dasgupta"][0], best_baseline_cost=min(v[0] for v in b.values()),
             mw_version_rev_p02=float(r2["mw"][1]), best_baseline_rev=float(max(v[1] for v in b.values())),
             spectral_cost_on_W=r["baselines_on_W"]["spectral sparsest cut"][0],
+            data_cost=r["data_triplets"]["dasgupta"][0], data_mw_rev=float(r["data_triplets"]["mw"][1]),
+            worst_p_cost_over_avg_linkage=max(v["dasgupta"][0] for p, v in r["runs"].items() if p <= 0.3)
+            / b["average linkage"][0],
+            data_cost_over_avg_linkage=r["data_triplets"]["dasgupta"][0] / b["average linkage"][0],
         )
     out["exact_at_p0"] = min(out[f]["exact_at_p0"] for f in FAMILIES)
+    for k in ("worst_p_cost_over_avg_linkage", "data_cost_over_avg_linkage"):  # the worse family
+        out[k] = max(out[f][k] for f in FAMILIES)
     return out
 
 # %% ../../nbs/algorithms/02_hclust.ipynb #86298ffa
@@ -432,6 +479,10 @@ def plots(result: dict) -> dict:
             ax.plot([float(p) for p in ps], [r["runs"][p]["mw"][j] for p in ps], "s-", label="oracle_hc_mw")
             for k, (b, v) in enumerate(r["baselines"].items()):
                 ax.axhline(v[j], color=f"C{k + 2}", ls="--", label=f"{b} (no oracle)")
+            if "data_triplets" in r:
+                for k, alg in enumerate(("dasgupta", "mw")):
+                    ax.axhline(r["data_triplets"][alg][j], color=f"C{k}", ls=":",
+                               label=f"oracle_hc_{alg} on data triplets (no oracle)")
             ax.axhline(1.0, color="k", lw=0.8)
             ax.set(xlabel="oracle error probability p (persistent)", title=f"{fam}: {name}")
             ax.grid(alpha=0.3)
@@ -455,12 +506,23 @@ def plots(result: dict) -> dict:
 _PREREG = "fixed 2026-12-04 on seeds 0-3 (fast scale) before seeds 4-15 were run; seeds 0-3: {}"
 _CONTROL = ("control: the better of the two no-oracle baselines (recursive spectral sparsest cut, average linkage) "
             "run on the sampled graph W of the same instance, scored on the same population graph Q. ")
+_CB_BASE = ("The paper's comparison: with the oracle versus standard HC approaches without it (abstract: 'the "
+            "splitting oracle enables algorithms to outperform standard HC approaches'); here the better of average "
+            "linkage and recursive spectral sparsest cut on W, the strongest simple alternatives a reader would try.")
+_CB_DATA = ("The paper's ingredient removed (issue 48's ablation): the same algorithm with the same settings (anchors, "
+            "votes, leaf size; it asks up to 20% more queries, from retries), fed "
+            "triplet answers computed from the data W (DataTripletOracle: the pair with the highest cosine "
+            "similarity of W's rows stays together) instead of the splitting oracle; it separates what the oracle "
+            "contributes from what the algorithm does.")
+_ADDED = ("added 2026-12-06 (issue 48) with the data-triplet ablation as control; the threshold is the one of {} "
+          "(unchanged); seeds 0-3 were run once when the ablation was built, before registration: treatment {}, "
+          "control {}. ")
 CLAIMS = [
     Claim("dasgupta_hier",
           "Hierarchical HSBM, persistent oracle error p = 0.2: the oracle-driven tree's Dasgupta cost is within "
           "1.10x of the optimum (population graph), where no-oracle baselines are not",
           "hier.oracle_cost_p02", "<=", 1.10, kind="paper", control="hier.best_baseline_cost",
-          source="preregistered",
+          source="preregistered", tests="proxy", control_basis=_CB_BASE,
           basis="Abstract: O(1)-approximation for Dasgupta's objective with a splitting oracle, while no polynomial "
                 "algorithm achieves a constant without one (under SSE); the paper states no constant, 1.10 was the "
                 "research brief's proposal. " + _CONTROL
@@ -469,7 +531,7 @@ CLAIMS = [
           "Weak-top HSBM (a 4-block partition below the spectral threshold), p = 0.2: the oracle-driven tree's "
           "Dasgupta cost is within 1.02x of the optimum, where no-oracle baselines are not",
           "weak.oracle_cost_p02", "<=", 1.02, kind="paper", control="weak.best_baseline_cost",
-          source="preregistered",
+          source="preregistered", tests="proxy", control_basis=_CB_BASE,
           basis="Abstract: O(1)-approximation for Dasgupta's objective with the oracle. On this family every tree "
                 "is within about 1.07x of the optimum (a random balanced tree), so the threshold is set at under a "
                 "third of that gap. " + _CONTROL
@@ -478,7 +540,7 @@ CLAIMS = [
           "Hierarchical HSBM, p = 0.2: the Moseley-Wang algorithm (oracle_hc_mw) earns >= 0.95x the optimal "
           "revenue, where no-oracle baselines do not",
           "hier.mw_version_rev_p02", ">=", 0.95, kind="paper", control="hier.best_baseline_rev",
-          source="preregistered",
+          source="preregistered", tests="proxy", control_basis=_CB_BASE,
           basis="Abstract: a near-linear-time (1 - o(1))-approximation for Moseley-Wang with the oracle, and no "
                 "(1 - C)-approximation without one (under SSE); 0.95 was the research brief's proposal. " + _CONTROL
                 + _PREREG.format("0.9208, 0.9418, 0.9180, 0.9232 (control 0.876, 0.926, 0.927, 0.929): "
@@ -488,10 +550,47 @@ CLAIMS = [
           "Weak-top HSBM, p = 0.2: the Moseley-Wang algorithm earns >= 0.95x the optimal revenue, where no-oracle "
           "baselines do not",
           "weak.mw_version_rev_p02", ">=", 0.95, kind="paper", control="weak.best_baseline_rev",
-          source="preregistered",
+          source="preregistered", tests="proxy", control_basis=_CB_BASE,
           basis="Abstract: (1 - o(1))-approximation for Moseley-Wang with the oracle; the same 0.95 as mw_hier. "
                 + _CONTROL
                 + _PREREG.format("0.9981, 0.9983, 1.0000, 1.0000 (control 0.904, 0.906, 0.909, 0.902)")),
+    Claim("dasgupta_hier_vs_data_triplets",
+          "Hierarchical HSBM, p = 0.2: the oracle-driven tree's Dasgupta cost is within 1.10x of the optimum, where "
+          "the same algorithm fed triplet answers from the data W is not",
+          "hier.oracle_cost_p02", "<=", 1.10, kind="paper", control="hier.data_cost", source="preregistered",
+          tests="proxy", control_basis=_CB_DATA,
+          basis=_ADDED.format("dasgupta_hier", "1.0028, 1.0078, 1.0095, 1.0043", "2.280, 2.259, 2.307, 2.288")),
+    Claim("dasgupta_weak_vs_data_triplets",
+          "Weak-top HSBM, p = 0.2: the oracle-driven tree's Dasgupta cost is within 1.02x of the optimum, where the "
+          "same algorithm fed triplet answers from the data W is not",
+          "weak.oracle_cost_p02", "<=", 1.02, kind="paper", control="weak.data_cost", source="preregistered",
+          tests="proxy", control_basis=_CB_DATA,
+          basis=_ADDED.format("dasgupta_weak", "1.0008, 1.0009, 1.0001, 1.0000", "1.0571, 1.0573, 1.0570, 1.0570")),
+    Claim("mw_hier_vs_data_triplets",
+          "Hierarchical HSBM, p = 0.2: the Moseley-Wang algorithm earns >= 0.95x the optimal revenue, where the same "
+          "algorithm fed triplet answers from the data W does not",
+          "hier.mw_version_rev_p02", ">=", 0.95, kind="paper", control="hier.data_mw_rev", source="preregistered",
+          tests="proxy", control_basis=_CB_DATA,
+          basis=_ADDED.format("mw_hier", "0.9208, 0.9418, 0.9180, 0.9232 (expected to fail, as mw_hier)",
+                              "0.498, 0.503, 0.474, 0.487")),
+    Claim("mw_weak_vs_data_triplets",
+          "Weak-top HSBM, p = 0.2: the Moseley-Wang algorithm earns >= 0.95x the optimal revenue, where the same "
+          "algorithm fed triplet answers from the data W does not",
+          "weak.mw_version_rev_p02", ">=", 0.95, kind="paper", control="weak.data_mw_rev", source="preregistered",
+          tests="proxy", control_basis=_CB_DATA,
+          basis=_ADDED.format("mw_weak", "0.9981, 0.9983, 1.0000, 1.0000", "0.901, 0.901, 0.902, 0.903")),
+    Claim("graceful",
+          "Cost degrades gracefully with p: at every p in {0, 0.1, 0.2, 0.3} the oracle tree costs less than "
+          "average linkage (worst ratio over p and both families, costs on the population graph), where the same "
+          "algorithm on data triplets does not",
+          "worst_p_cost_over_avg_linkage", "<", 1.0, kind="paper", control="data_cost_over_avg_linkage",
+          source="preregistered", tests="proxy", control_basis=_CB_DATA,
+          basis="Restored (issue 48): dropped in 1949b9a although it passed (0.9185 on seed 0 then, on W of one "
+                "instance). The paper's oracle may err ('answers (possibly erroneously)', abstract), and the "
+                "algorithms are meant to beat standard HC with it; 'costs less than average linkage at every error "
+                "level up to 0.3' is the original statement and threshold (1.0: cheaper than the baseline). Now "
+                "scored on Q, worst over both families. Seeds 0-3 were run once when the ablation was built, before "
+                "registration: 0.9504, 0.9522, 0.9537, 0.9518 (control 1.363, 1.222, 1.380, 1.331)."),
     Claim("perfect_oracle_exact",
           "With a perfect oracle (p = 0) oracle_hc_dasgupta rebuilds the planted tree on both families (same LCA "
           "size for every pair)",
