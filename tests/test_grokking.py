@@ -82,3 +82,40 @@ def test_nuclear_prox_batch_bad_input():
         G.nuclear_prox_batch(M[None], mask[None], [-1.0], 10)
     with pytest.raises(ValueError, match="same shape"):
         G.nuclear_prox_batch(M[None], mask, [0.1], 10)
+
+
+def test_large_l1_penalty_fits_and_generalises_without_delay():
+    "The controls' 10x penalty (beta1 = 1e-2) fits and generalises at about the same time; 100x (0.1) does neither."
+    p = G.cs_problem(seed=0)
+    small, big, huge = (G.ista(p.X, p.y, b, a_star=p.a_star, iters=20_000) for b in (1e-3, 1e-2, 1e-1))
+    r_small, r_big = G.grok_ratio(G.grok_times(small)), G.grok_ratio(G.grok_times(big))
+    assert r_small >= 10 and 0.5 <= r_big < 3
+    # lasso bias at 100x: the residual r = -beta1 X_S (X_S^T X_S)^-1 sign(a) keeps the MSE far above 1e-4
+    assert G.grok_times(huge) == (None, None) and huge["train"][-1] > 1e-3
+
+
+def test_l2_growth_control_and_min_norm_gap():
+    "l1 at beta1 = 1e-3 grows |a|_2 from t_fit to t_gen by about |a*| / |X^+ y| > 1; the no-delay 10x run barely moves."
+    p = G.cs_problem(seed=1)
+    mn = np.linalg.pinv(p.X) @ p.y
+    growth = {}
+    for b in (1e-3, 1e-2):
+        tf, tg = G.grok_times(G.ista(p.X, p.y, b, a_star=p.a_star, iters=20_000))
+        a_fit, a_gen = (G.ista(p.X, p.y, b, iters=k, points=2)["a"] for k in (tf, tg))
+        growth[b] = np.linalg.norm(a_gen) / np.linalg.norm(a_fit)
+    gap = np.linalg.norm(p.a_star) / np.linalg.norm(mn)
+    assert gap > 1.2 and abs(growth[1e-3] / gap - 1) < 0.15
+    assert growth[1e-2] < growth[1e-3]
+
+
+def test_small_experiment_reports_controls_and_checks():
+    "A shrunk fast run has the new controls and the beta = 0 checks, with values of the right kind."
+    small = copy.deepcopy(G.SCALE_CONFIG["fast"])
+    small.update(cs_instances=2, mc_instances=1, mc_iters=300, deep_iters=2000)
+    import unittest.mock as um
+    with um.patch.dict(G.SCALE_CONFIG, {"fast": small}):
+        r = G.experiment("fast", seed=2)
+    assert r["cs_grok_ratio_min"] >= 10 and r["cs_grok_ratio_max_big"] < 3
+    assert r["cs_beta0_final_test_min"] >= 0.5 and r["mc_beta0_final_test_min"] > 0.99
+    assert r["l1_l2_growth_min"] > 1 and len(r["l1_l2_growth_big"]) == 2
+    assert r["cs_grok_ratio_min_big100"] == 0.0 and r["cs_big100_final_train_min"] > 1e-4

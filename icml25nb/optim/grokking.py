@@ -229,10 +229,11 @@ def acc_times(trace: dict, fit: float = 0.999, generalise: float = 0.9) -> tuple
 # %% ../../nbs/optim/02_grokking.ipynb #8b02b282
 SCALE_CONFIG = {
     "fast": dict(cs_instances=4, betas=(0.0, 1e-3, 2e-3, 4e-3), cs_iters=20_000, law_beta_max=4e-3,
-                 mc_instances=4, mc_betas=(0.0, 0.01, 0.02), mc_iters=8000, deep_init=1e-3, deep_iters=20_000,
+                 cs_big_betas=(1e-2, 1e-1), mc_instances=4, mc_betas=(0.0, 0.01, 0.02), mc_big_beta=0.1, mc_iters=8000, deep_init=1e-3, deep_iters=20_000,
                  mlp=None),
     "full": dict(cs_instances=16, betas=(0.0, 5e-4, 1e-3, 2e-3, 4e-3, 8e-3), cs_iters=100_000, law_beta_max=4e-3,
-                 mc_instances=8, mc_betas=(0.0, 0.005, 0.01, 0.02, 0.04), mc_iters=20_000, deep_init=1e-3,
+                 cs_big_betas=(1e-2, 1e-1), mc_instances=8, mc_betas=(0.0, 0.005, 0.01, 0.02, 0.04), mc_big_beta=0.1,
+                 mc_iters=20_000, deep_init=1e-3,
                  deep_iters=50_000, mlp=dict(p=31, frac=0.5, steps=30_000, runs=((None, 0.0), ("l2", 1e-2), ("l1", 1e-3)))),
 }
 
@@ -257,23 +258,26 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     seed = check_seed(seed)
     probs = [cs_problem(seed=seed * 100 + i) for i in range(cfg["cs_instances"])]
     betas = cfg["betas"]
-    Xb = np.stack([p.X for p in probs for _ in betas])
-    yb = np.stack([p.y for p in probs for _ in betas])
-    ab = np.stack([p.a_star for p in probs for _ in betas])
-    b1 = np.array([b for _ in probs for b in betas])
+    # the large-penalty controls (10x and 100x the claims' beta1 = 1e-3) run in the same batch, after the law's betas
+    big = tuple(cfg["cs_big_betas"])
+    run_b = tuple(betas) + big
+    Xb = np.stack([p.X for p in probs for _ in run_b])
+    yb = np.stack([p.y for p in probs for _ in run_b])
+    ab = np.stack([p.a_star for p in probs for _ in run_b])
+    b1 = np.array([b for _ in probs for b in run_b])
     lr = IK.stable_lr(Xb) / 2
     t = log_grid(cfg["cs_iters"])
     a_end, train, test = IK.ista_batch(Xb, yb, b1, 0.0, lr, cfg["cs_iters"], ab, t)
     cs = {}
     for i in range(len(probs)):
-        for j, b in enumerate(betas):
-            k = i * len(betas) + j
+        for j, b in enumerate(run_b):
+            k = i * len(run_b) + j
             tr = dict(t=t, train=train[k], test=test[k])
             cs[(i, b)] = dict(trace=tr, times=grok_times(tr))
     n_cs = range(len(probs))
     a_mn = [np.linalg.pinv(p.X) @ p.y for p in probs]  # minimum-norm interpolants X^+ y
     # beta1 = 0 from a = 0 is plain gradient descent: it must end on X^+ y (a check of the kernel and the step)
-    beta0_dist = [np.linalg.norm(a_end[i * len(betas) + betas.index(0.0)] - a_mn[i]) / np.linalg.norm(a_mn[i])
+    beta0_dist = [np.linalg.norm(a_end[i * len(run_b) + run_b.index(0.0)] - a_mn[i]) / np.linalg.norm(a_mn[i])
                   for i in n_cs]
     pos = [b for b in betas if b > 0]
     delay = lambda i, b: cs[(i, b)]["times"][1] - cs[(i, b)]["times"][0]
@@ -285,7 +289,8 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     beyond = [delay(i, b2) / delay(i, b1_) for i in n_cs for b1_, b2 in pairs if b2 > cfg["law_beta_max"]]
     # matrix completion: every (instance, beta) in one batched run, beta = 0 (no nuclear norm) as long as the others
     mcp = [mc_problem(seed=seed * 100 + i) for i in range(cfg["mc_instances"])]
-    keys = [(i, b) for i in range(cfg["mc_instances"]) for b in cfg["mc_betas"]]
+    mc_run_b = tuple(cfg["mc_betas"]) + (cfg["mc_big_beta"],)  # the large-penalty control (10x beta = 0.01)
+    keys = [(i, b) for i in range(cfg["mc_instances"]) for b in mc_run_b]
     mo = nuclear_prox_batch(np.stack([mcp[i][0] for i, _ in keys]), np.stack([mcp[i][1] for i, _ in keys]),
                             [b for _, b in keys], cfg["mc_iters"])
     mc = {}
@@ -294,16 +299,25 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         mc[key] = dict(trace=tr, times=grok_times(tr, 1e-2, 0.1))
     mpos = [b for b in cfg["mc_betas"] if b > 0]
     # the l2 norm at t_fit and at t_generalise (smallest positive beta1): ISTA rerun up to those iteration counts
-    l2_growth, l2_pred, fit_dist = [], [], []
+    l2_growth, l2_pred, fit_dist, l2_growth_big = [], [], [], []
     for i, p in enumerate(probs):
         tf, tg = cs[(i, pos[0])]["times"]
-        if tf is None or tg is None:
-            l2_growth.append(np.nan), l2_pred.append(np.nan), fit_dist.append(np.nan)
-            continue
-        a_fit, a_gen = (ista(p.X, p.y, pos[0], iters=k, points=2)["a"] for k in (tf, tg))
-        l2_growth.append(np.linalg.norm(a_gen) / np.linalg.norm(a_fit))
         l2_pred.append(np.linalg.norm(p.a_star) / np.linalg.norm(a_mn[i]))
-        fit_dist.append(np.linalg.norm(a_fit - a_mn[i]) / np.linalg.norm(a_mn[i]))
+        if tf is None or tg is None:
+            l2_growth.append(np.nan), fit_dist.append(np.nan)
+        else:
+            a_fit, a_gen = (ista(p.X, p.y, pos[0], iters=k, points=2)["a"] for k in (tf, tg))
+            l2_growth.append(np.linalg.norm(a_gen) / np.linalg.norm(a_fit))
+            fit_dist.append(np.linalg.norm(a_fit - a_mn[i]) / np.linalg.norm(a_mn[i]))
+        # the same ratio for the large-penalty control (beta1 = 10x), which fits and generalises with no delay
+        tf, tg = cs[(i, big[0])]["times"]
+        if tf is None or tg is None:
+            l2_growth_big.append(np.nan)
+        else:
+            a_fit, a_gen = (ista(p.X, p.y, big[0], iters=k, points=2)["a"] for k in (tf, tg))
+            l2_growth_big.append(np.linalg.norm(a_gen) / np.linalg.norm(a_fit))
+    # a run that never fits or never generalises does not "grow while generalising": it scores 0 (as grok_ratio)
+    growth_min = lambda g: float(min(x if np.isfinite(x) else 0.0 for x in g))
     # depth 2, no penalty, on the same instances (one batched run). Depth 1 (a = u - v) at this step is exactly the
     # beta1 = 0 ISTA run above (gradient descent from a = 0 at step 2 * lr_deep = 1 / lambda_max): the shallow control
     dt = log_grid(cfg["deep_iters"], 150)
@@ -324,28 +338,40 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
             tr = train_modular(data, pen, b, steps=m["steps"], seed=seed)
             mlp[pen or "none"] = dict(trace=tr, beta=b, times=acc_times(tr))
     shallow_final = [cs[(i, 0.0)]["trace"]["test"][-1] for i in n_cs]
+    big_ratio = lambda b: [grok_ratio(cs[(i, b)]["times"]) for i in n_cs]
+    mc_big_ratio = [grok_ratio(mc[(i, cfg["mc_big_beta"])]["times"]) for i in range(cfg["mc_instances"])]
     return dict(
         scale=scale, seed=seed, config=cfg, mlp=mlp,
         cs={f"{i}/{b:g}": v for (i, b), v in cs.items()}, mc={f"{i}/{b:g}": v for (i, b), v in mc.items()},
         deep=deep,
-        # paper claims and their controls (the same metric without the paper's ingredient, same run)
+        # paper claims and their controls (the same metric with a 10x penalty: it generalises with no delay)
         cs_grok_ratio_min=float(min(grok_ratio(cs[(i, pos[0])]["times"]) for i in n_cs)),
-        cs_grok_ratio_min_beta0=float(min(grok_ratio(cs[(i, 0.0)]["times"]) for i in n_cs)),
-        delay_band_excess=band_excess(doubling), fit_band_excess=band_excess(fit_doubling),
+        cs_grok_ratio_min_big=float(min(big_ratio(big[0]))),
         mc_grok_ratio_min=float(min(grok_ratio(mc[(i, mpos[0])]["times"]) for i in range(cfg["mc_instances"]))),
-        mc_grok_ratio_min_beta0=float(min(grok_ratio(mc[(i, 0.0)]["times"]) for i in range(cfg["mc_instances"]))),
+        mc_grok_ratio_min_big=float(min(mc_big_ratio)),
         deep_grok_ratio_max=float(max(grok_ratio(d["times"]) for d in deep)),
-        shallow_grok_ratio_max=float(max(grok_ratio(cs[(i, 0.0)]["times"]) for i in n_cs)),
-        deep_recovered_frac=float(np.mean(d_test[:, -1] <= 0.1)),
-        shallow_recovered_frac=float(np.mean(np.array(shallow_final) <= 0.1)),
+        cs_grok_ratio_max_big=float(max(big_ratio(big[0]))),
+        l1_l2_growth_min=growth_min(l2_growth), l1_l2_growth_min_big=growth_min(l2_growth_big),
         # checks
-        cs_beta0_minnorm_dist_max=float(max(beta0_dist)),
-        l2_growth_vs_min_norm_gap=float(np.max(np.abs(np.array(l2_growth) / np.array(l2_pred) - 1))),
-        # reported, no claim
-        delay_doubling=[float(x) for x in doubling], fit_doubling=[float(x) for x in fit_doubling],
-        delay_doubling_beyond=[float(x) for x in beyond],
+        delay_band_excess=band_excess(doubling), deep_recovered_frac=float(np.mean(d_test[:, -1] <= 0.1)),
         cs_beta0_final_test_min=float(min(shallow_final)),
         mc_beta0_final_test_min=float(min(mc[(i, 0.0)]["trace"]["test"][-1] for i in range(cfg["mc_instances"]))),
+        cs_beta0_minnorm_dist_max=float(max(beta0_dist)),
+        l2_growth_vs_min_norm_gap=float(np.max(np.abs(np.array(l2_growth) / np.array(l2_pred) - 1))),
+        # reported, no claim: the former controls (beta = 0, depth 1, t_fit for the law) and the 100x penalty
+        cs_grok_ratio_min_beta0=float(min(grok_ratio(cs[(i, 0.0)]["times"]) for i in n_cs)),
+        mc_grok_ratio_min_beta0=float(min(grok_ratio(mc[(i, 0.0)]["times"]) for i in range(cfg["mc_instances"]))),
+        shallow_grok_ratio_max=float(max(grok_ratio(cs[(i, 0.0)]["times"]) for i in n_cs)),
+        shallow_recovered_frac=float(np.mean(np.array(shallow_final) <= 0.1)),
+        fit_band_excess=band_excess(fit_doubling),
+        mc_grok_ratio_max_big=float(max(mc_big_ratio)),
+        cs_grok_ratio_min_big100=float(min(big_ratio(big[-1]))),
+        cs_big100_final_train_min=float(min(cs[(i, big[-1])]["trace"]["train"][-1] for i in n_cs)),
+        cs_big100_final_test_min=float(min(cs[(i, big[-1])]["trace"]["test"][-1] for i in n_cs)),
+        cs_big_final_test_max=float(max(cs[(i, big[0])]["trace"]["test"][-1] for i in n_cs)),
+        l1_l2_growth_big=[float(x) for x in l2_growth_big],
+        delay_doubling=[float(x) for x in doubling], fit_doubling=[float(x) for x in fit_doubling],
+        delay_doubling_beyond=[float(x) for x in beyond],
         l1_l2_growth=[float(x) for x in l2_growth], l1_l2_growth_predicted=[float(x) for x in l2_pred],
         l1_fit_dist_to_min_norm=[float(x) for x in fit_dist],
         deep_final_test_max=float(d_test[:, -1].max()),
@@ -417,43 +443,67 @@ def plots(result: dict) -> dict:
 # %% ../../nbs/optim/02_grokking.ipynb #50dc75f9
 _PREREG = ("preregistered 2026-12-04 on seeds 0-3 ({vals}) before seeds 4-15 were run; threshold {thr}")
 _TEN = "10 (generalisation an order of magnitude after the fit) from the chapter's research brief, fixed before any code"
-_C_BETA0 = ("control: the beta1 = 0 runs of the same batch (no l1 penalty: gradient descent from 0, which converges to "
-            "X^+ y and never generalises, ratio 0)")
-_C_SHALLOW = ("control: depth 1, no penalty, i.e. the beta1 = 0 runs of the same batch (a = u - v at the depth-2 step is "
-              "gradient descent from 0 at 1/lambda_max, identical iterates; tested above)")
+_BIG = ("control changed in issue 48 (it was beta = 0, which provably never generalises: gradient descent from 0 ends "
+        "on the minimum-norm solution; that is now the check {check}). The issue asked for about 100x the penalty; at "
+        "100x the penalty's shrinkage bias (soft-thresholding of entries or of singular values) keeps the training "
+        "error above the chapter's fit tolerance on every instance of seeds 0-3 ({hundred}), so the ratio would be 0 "
+        "and the control would again fail by construction. The factor 10 was fixed on seeds 0-3 before registration "
+        "(probe of 10x, 20x, 50x, 100x for compressed sensing, 10x and 100x for completion): the largest tried at "
+        "which the runs fit and generalise, with no delay ({ten}). ")
+_CS100 = "CS beta1 = 0.1: final training MSE 2.0e-3 to 5.5e-3 > 1e-4, recovery error 0.17 to 0.83"
+_CS10 = ("CS beta1 = 1e-2: every instance fits and generalises, ratio 0.92 to 1.94, smallest per seed 1.0, 1.0, "
+         "0.92, 1.18")
 CLAIMS = [
     Claim("l1_groks",
           "Sparse recovery with a small l1 penalty (ISTA, beta1=1e-3) groks: the recovery error falls below 0.1 at least "
           "10x later than the training MSE falls below 1e-4 (t_gen / t_fit, smallest over instances; 0 if a run never "
-          "generalises)",
-          "cs_grok_ratio_min", ">=", 10.0, kind="paper", control="cs_grok_ratio_min_beta0", source="preregistered",
-          basis=_PREREG.format(vals="smallest t_gen/t_fit 78.7, 78.7, 73.8, 51.1; controls 0, 0, 0, 0", thr=_TEN) + "; " + _C_BETA0),
+          "fits or never generalises)",
+          "cs_grok_ratio_min", ">=", 10.0, kind="paper", control="cs_grok_ratio_min_big", source="preregistered",
+          tests="paper",
+          basis=_PREREG.format(vals="smallest t_gen/t_fit 78.7, 78.7, 73.8, 51.1", thr=_TEN),
+          control_basis=_BIG.format(check="beta0_never_recovers", hundred=_CS100, ten=_CS10) +
+                        "Control: the same instances and metric with beta1 = 1e-2, same batch and step."),
     Claim("delay_1_over_beta",
-          "The delay t_gen - t_fit scales like 1/beta1: doubling beta1 (1e-3 -> 2e-3 -> 4e-3) multiplies it by a factor "
-          "in [0.35, 0.65] (worst band excess max(0.35/f, f/0.65) over instances and pairs; <= 1 iff every f is in band)",
-          "delay_band_excess", "<=", 1.0, kind="paper", control="fit_band_excess", source="derived",
-          basis="factor 1/2 from the derivation above (delay ~ |X^+y - a*|_1 / (c lr beta1)); the band +-0.15 was fixed in "
-                "the research brief before any code; control: the same band test on t_fit in the same runs, the part of "
-                "the run the penalty does not drive (the derivation says t_fit does not scale with beta1)"),
+          "Check: the delay t_gen - t_fit scales like 1/beta1: doubling beta1 (1e-3 -> 2e-3 -> 4e-3) multiplies it by a "
+          "factor in [0.35, 0.65] (worst band excess max(0.35/f, f/0.65) over instances and pairs; <= 1 iff every f is "
+          "in band)",
+          "delay_band_excess", "<=", 1.0, kind="check",
+          basis="a check since issue 48 (it was a paper claim with t_fit as control): the factor 1/2 is fixed by the "
+                "derivation above (delay ~ |X^+y - a*|_1 / (c lr beta1)), so the band tests the derivation, not a "
+                "number of the paper; the band +-0.15 was fixed in the research brief before any code"),
     Claim("nuclear_groks",
           "Matrix completion with a small nuclear-norm penalty (beta=0.01) groks: the error on unobserved entries falls "
           "below 0.1 at least 10x later than the observed entries are fitted (t_gen / t_fit, smallest over instances; "
-          "0 if a run never generalises)",
-          "mc_grok_ratio_min", ">=", 10.0, kind="paper", control="mc_grok_ratio_min_beta0", source="preregistered",
-          basis=_PREREG.format(vals="smallest t_gen/t_fit 1871, 1301, 1709, 1561; controls 0, 0, 0, 0", thr=_TEN) + "; control: beta = 0 (no nuclear norm) in the same batch, as "
-                "many iterations: the unobserved entries stay 0 (error 1.0), ratio 0"),
+          "0 if a run never fits or never generalises)",
+          "mc_grok_ratio_min", ">=", 10.0, kind="paper", control="mc_grok_ratio_min_big", source="preregistered",
+          tests="paper",
+          basis=_PREREG.format(vals="smallest t_gen/t_fit 1871, 1301, 1709, 1561", thr=_TEN),
+          control_basis=_BIG.format(
+              check="mc_beta0_never_completes",
+              hundred="matrix completion beta = 1.0: observed error 0.069 to 0.112 > 1e-2, unobserved 0.097 to 0.198",
+              ten="beta = 0.1: ratios 0.8 to 1.2 on 14 of 16 instances; 2 instances end with observed error 0.0103 "
+                  "and 0.0122, just above 1e-2, and score 0; smallest per seed 0.9, 0, 1.0, 0") +
+              "Control: the same instances and metric with beta = 0.1, same batch and iterations."),
     Claim("depth_generalises_without_penalty",
-          "Depth 2 (a = u*u - v*v, small init) with no penalty recovers a_star (final recovery error <= 0.1) on at least "
-          "3 of 4 instances (fraction recovered)",
-          "deep_recovered_frac", ">=", 0.75, kind="paper", control="shallow_recovered_frac", source="preregistered",
-          basis=_PREREG.format(vals="fraction recovered 1.0, 1.0, 1.0, 1.0; controls 0, 0, 0, 0", thr="0.75 kept from the chapter's earlier (provisional) version: the "
-                               "small-init limit is the min-l1 interpolant, a_star here, with one instance of slack") +
-                "; " + _C_SHALLOW),
+          "Check: depth 2 (a = u*u - v*v, small init) with no penalty recovers a_star (final recovery error <= 0.1) on "
+          "at least 3 of 4 instances (fraction recovered)",
+          "deep_recovered_frac", ">=", 0.75, kind="check",
+          basis="a check since issue 48 (it was a paper claim; 1.0 on every seed, depth 1 0 on every seed): the "
+                "small-init limit of depth 2 is the minimum-l1 interpolant, which is a_star here, so recovery follows "
+                "from the derivation; 0.75 kept from the chapter's earlier (provisional) version, one instance of "
+                "slack"),
     Claim("depth_groks",
           "Depth alone makes grokking possible: some depth-2 run with no penalty generalises at least 10x after it fits "
-          "(t_gen / t_fit, largest over instances; 0 if a run never generalises)",
-          "deep_grok_ratio_max", ">=", 10.0, kind="paper", control="shallow_grok_ratio_max", source="preregistered",
-          basis=_PREREG.format(vals="largest t_gen/t_fit 2.72, 1.82, 1.60, 1.31, i.e. failing; controls 0, 0, 0, 0", thr=_TEN + " (the same as l1_groks)") + "; " + _C_SHALLOW),
+          "(t_gen / t_fit, largest over instances; 0 if a run never fits or never generalises)",
+          "deep_grok_ratio_max", ">=", 10.0, kind="paper", control="cs_grok_ratio_max_big", source="preregistered",
+          tests="paper",
+          basis=_PREREG.format(vals="largest t_gen/t_fit 2.72, 1.82, 1.60, 1.31, i.e. failing", thr=_TEN + " (the same as l1_groks)"),
+          control_basis=_BIG.format(check="beta0_never_recovers (depth 1 at this step is the beta1 = 0 run)",
+                                    hundred=_CS100, ten=_CS10.replace("smallest", "largest").replace(
+                                        "1.0, 1.0, 0.92, 1.18", "1.94, 1.19, 1.18, 1.39")) +
+                        "Depth 2 from a small init is implicitly biased towards the minimum-l1 interpolant; the "
+                        "control is that bias made explicit and strong: ISTA with beta1 = 1e-2 on the same instances, "
+                        "same metric (largest over instances)."),
     Claim("beta0_is_min_norm",
           "Check: ISTA with beta1 = 0 from a = 0 ends on the minimum-norm interpolant X^+ y (largest relative distance)",
           "cs_beta0_minnorm_dist_max", "<=", 1e-6, kind="check",
@@ -465,6 +515,34 @@ CLAIMS = [
           "l2_growth_vs_min_norm_gap", "<=", 0.15, kind="check",
           basis="derived above: a(t_fit) ~ X^+ y + z with z in null(X), so |a(t_fit)| = |X^+ y| sqrt(1 + d^2), and "
                 "|a(t_gen)| is within 10% of |a*|; the ratio is within 15% of |a*| / |X^+ y| whenever d <= 0.35"),
+    Claim("l2_grows_while_generalising",
+          "The l2 norm is not a proxy for generalisation: with the l1 penalty (beta1=1e-3) and no weight decay, |a|_2 "
+          "grows between t_fit and t_generalise (smallest ratio |a(t_gen)| / |a(t_fit)| over instances; 0 if a run "
+          "never fits or never generalises)",
+          "l1_l2_growth_min", ">", 1.0, kind="paper", control="l1_l2_growth_min_big", source="paper", tests="paper",
+          basis="restored in issue 48 from b83a63d (statement and threshold as there, plus the chapter's rule that a run that never fits or generalises scores 0; db312e7 had turned it into the "
+                "check l2_growth_is_min_norm_gap). '> 1' is 'grows', the paper's qualitative statement (abstract: the "
+                "l2 norm can grow while the model generalises). The derivation above says the growth is the "
+                "min-norm gap |a*| / |X^+ y| >= 1, so in this linear problem it follows from the geometry",
+          control_basis="the same metric with beta1 = 1e-2 (10x, the control of l1_groks, same batch): it fits and "
+                        "generalises with no delay, so there is no slow l1 phase between t_fit and t_gen for the norm "
+                        "to grow in; where t_gen <= t_fit the ratio is <= 1 by construction of the window, which is "
+                        "the point: the growth belongs to the delayed phase. No weight-decay control: with l2 alone "
+                        "compressed sensing never generalises (the ridge path stays near X^+ y)"),
+    Claim("beta0_never_recovers",
+          "Check: without the l1 penalty (beta1 = 0, equivalently depth 1) the recovery error stays at least 0.5 on every "
+          "instance (smallest final recovery error)",
+          "cs_beta0_final_test_min", ">=", 0.5, kind="check",
+          basis="added in issue 48 (beta = 0 was the control of l1_groks and depth_groks); threshold 0.5 from the "
+                "chapter's research brief ('with beta1 = 0, recovery error stays >= 0.5 at the end'), fixed before "
+                "any code: X^+ y lies in the row space, a* mostly outside it"),
+    Claim("mc_beta0_never_completes",
+          "Check: without the nuclear norm (beta = 0) the unobserved entries never move from 0 (smallest final relative "
+          "error on unobserved entries)",
+          "mc_beta0_final_test_min", ">=", 0.99, kind="check",
+          basis="added in issue 48 (beta = 0 was the control of nuclear_groks): the gradient of the observed-entry loss "
+                "is zero on unobserved entries, so from W = 0 they stay 0 and the relative error is exactly 1; 0.99 "
+                "leaves room for rounding only"),
 ]
 
 # %% ../../nbs/optim/02_grokking.ipynb #cb168d33
