@@ -18,11 +18,12 @@ from ..core import (Chapter, Claim, check_finite, check_positive, check_scale, c
 from ..kernels import mnl as MK
 
 # %% auto #0
-__all__ = ['SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'mnl_probs', 'top_k', 'assortment_revenue', 'optimal_assortment', 'assortment_lp',
-           'best_assortment_bruteforce', 'check_assortment', 'MNLEnv', 'round_grad_hess', 'ChoiceHistory',
-           'project_ball', 'omd_step', 'MNLAgent', 'ofu_pp_constants', 'beta_pp', 'ofu_plus_constants', 'beta_plus',
-           'OFUMNLpp', 'OFUMNLplus', 'fit_mle', 'ucb_mnl_alpha', 'UCBMNL', 'TSMNL', 'beta_m2nl', 'OFUM2NL',
-           'reward_variance', 'run_bandit', 'interleaved_round_time', 'run_lockstep', 'experiment', 'plots']
+__all__ = ['AGENTS', 'BETA_GRID', 'TUNED_SCALES', 'SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'mnl_probs', 'top_k', 'assortment_revenue',
+           'optimal_assortment', 'assortment_lp', 'best_assortment_bruteforce', 'check_assortment', 'MNLEnv',
+           'round_grad_hess', 'ChoiceHistory', 'project_ball', 'omd_step', 'MNLAgent', 'ofu_pp_constants', 'beta_pp',
+           'ofu_plus_constants', 'beta_plus', 'OFUMNLpp', 'OFUMNLplus', 'OFUMNLppBetaPlus', 'fit_mle', 'ucb_mnl_alpha',
+           'UCBMNL', 'TSMNL', 'beta_m2nl', 'OFUM2NL', 'reward_variance', 'run_bandit', 'interleaved_round_time',
+           'run_lockstep', 'tune_beta_scale', 'experiment', 'plots']
 
 # %% ../../nbs/bandits/01_mnl.ipynb #f7fa81e2
 def mnl_probs(utilities) -> np.ndarray:
@@ -404,6 +405,14 @@ class OFUMNLplus(OFUMNLpp):
         "OFU-MNL+'s radius beta_t^+ (times beta_scale)."
         return self.beta_scale * beta_plus(self.t if t is None else t, self.d, self.K, self.B)
 
+class OFUMNLppBetaPlus(OFUMNLpp):
+    "OFU-MNL++ with only its radius swapped for OFU-MNL+'s beta_t^+ (same eta, lam, step): the bound's ablation."
+    name = "OFU-MNL++ (beta+)"
+
+    def beta(self, t: int | None = None) -> float:
+        "OFU-MNL+'s radius beta_t^+ (times beta_scale), used with OFU-MNL++'s eta and lam."
+        return self.beta_scale * beta_plus(self.t if t is None else t, self.d, self.K, self.B)
+
 # %% ../../nbs/bandits/01_mnl.ipynb #36bba338
 def fit_mle(history: ChoiceHistory, lam: float, theta0: np.ndarray, B: float = np.inf, tol: float = 1e-9,
             max_iter: int = 50) -> np.ndarray:
@@ -621,17 +630,46 @@ def run_lockstep(envs: list, T: int, eta: float | None = None, lam: float | None
             for i, e in enumerate(envs)]
 
 # %% ../../nbs/bandits/01_mnl.ipynb #bb261eff
+# the three agents of the head-to-head runs: the paper's, its predecessor, and the paper's with the predecessor's radius
+AGENTS = (("OFU-MNL++", OFUMNLpp), ("OFU-MNL+", OFUMNLplus), ("OFU-MNL++ (beta+)", OFUMNLppBetaPlus))
+BETA_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)   # the beta_scale values tried for each agent (non-uniform rewards)
+# each agent's best beta_scale on the grid: lowest mean regret over the non-uniform instances of seeds 0-3
+# (`tune_beta_scale(range(4))`, fast scale), fixed before registration; seeds 4-15 never entered it
+TUNED_SCALES = {"OFU-MNL++": 0.1, "OFU-MNL+": 0.001, "OFU-MNL++ (beta+)": 0.003}
+# the tuning record (fixed 2026-12-06 before registration): mean regret, T=1000, 8 instances (the first two of each of
+# seeds 0-3) at beta_scale 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1:
+#   OFU-MNL++          2.56, 2.57, 2.57, 1.86, 1.85, 1.89, 3.84
+#   OFU-MNL+           2.80, 2.82, 2.88, 3.16, 3.76, 40.5, 302.6   (best at the grid's edge: a plateau below 0.01, greedy)
+#   OFU-MNL++ (beta+)  2.14, 1.95, 2.11, 16.4, 300.7, 317.2, 306.1
+
 SCALE_CONFIG = {
-    "fast": dict(N=100, d=5, B=1.0, T=2000, Ks=(2, 5, 10), seeds=8, T_nu=1000, nu_seeds=8, T_base=1000, base_seeds=1),
+    "fast": dict(N=100, d=5, B=1.0, T=2000, Ks=(2, 5, 10), seeds=4, T_nu=1000, nu_seeds=4, T_base=500, base_seeds=2,
+                 tuned=TUNED_SCALES),
     "full": dict(N=100, d=5, B=1.0, T=6000, Ks=(2, 5, 10, 15), seeds=10, T_nu=3000, nu_seeds=10, T_base=3000,
-                 base_seeds=5),
+                 base_seeds=5, tuned=TUNED_SCALES),
 }
 
-def _pair(envs: list, T: int, desc: str, beta_scale: float = 1.0) -> dict:
-    "OFU-MNL++ and OFU-MNL+ on the same environments (same items, same uniform draws for the user's choices)."
-    return {name: run_lockstep(envs, T, beta_scale=beta_scale, agent_cls=cls,
+def _pair(envs: list, T: int, desc: str, beta_scale: float | dict = 1.0) -> dict:
+    "The agents of `AGENTS` on the same environments (same items, same uniform draws for the user's choices)."
+    scales = beta_scale if isinstance(beta_scale, dict) else {name: beta_scale for name, _ in AGENTS}
+    return {name: run_lockstep(envs, T, beta_scale=scales[name], agent_cls=cls,
                                desc=f"{name}, {desc}, {len(envs)} runs in lockstep")
-            for name, cls in (("OFU-MNL++", OFUMNLpp), ("OFU-MNL+", OFUMNLplus))}
+            for name, cls in AGENTS}
+
+def _nu_envs(cfg: dict, seed: int, n: int | None = None) -> list:
+    "The first n (default nu_seeds) non-uniform-reward instances of base seed `seed` at K = 5 (experiment and tuning)."
+    return [MNLEnv(cfg["N"], 5, cfg["d"], cfg["B"], rewards="nonuniform", seed=seed * 1000 + i)
+            for i in range(cfg["nu_seeds"] if n is None else n)]
+
+def tune_beta_scale(seeds=range(4), scale: str = "fast", grid=BETA_GRID, instances: int = 2) -> dict:
+    "Mean final regret of each agent at each beta_scale of `grid`, non-uniform rewards, first `instances` of `seeds`."
+    cfg = SCALE_CONFIG[check_scale(scale)]
+    envs = [e for s in seeds for e in _nu_envs(cfg, check_seed(s), instances)]
+    out = {name: {} for name, _ in AGENTS}
+    for c in grid:
+        for name, runs in _pair(envs, cfg["T_nu"], f"beta_scale={c}", beta_scale=float(c)).items():
+            out[name][float(c)] = float(np.mean([r["cum_regret"][-1] for r in runs]))
+    return out
 
 def experiment(scale: str = "fast", seed: int = 0) -> dict:
     "Run the chapter's experiment at `scale` with base seed `seed`; returns plain numbers and curves."
@@ -641,44 +679,47 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     seeds = [seed * 1000 + i for i in range(cfg["seeds"])]
     Ks = sorted(cfg["Ks"])
     Kmid = 5 if 5 in Ks else Ks[len(Ks) // 2]
-    AG = ("OFU-MNL++", "OFU-MNL+")
+    AG = tuple(name for name, _ in AGENTS)
+    pp, pl, pb = AG
     # 1. uniform rewards: OFU-MNL++ and OFU-MNL+ across K, the same instances for both
     uni = _pair([MNLEnv(N, K, d, B, seed=s) for K in Ks for s in seeds], T, "uniform rewards")
     pick = lambda runs, K, key: np.array([r[key] for r in runs if r["K"] == K])
     cum = {a: {K: pick(uni[a], K, "cum_regret") for K in Ks} for a in AG}
     mean_reg = {a: {K: float(cum[a][K][:, -1].mean()) for K in Ks} for a in AG}
-    ratio_K = {K: mean_reg["OFU-MNL+"][K] / mean_reg["OFU-MNL++"][K] for K in Ks}
-    pp = "OFU-MNL++"
+    ratio_K = {K: mean_reg[pl][K] / mean_reg[pp][K] for K in Ks}
+    ratio_K_ctrl = {K: mean_reg[pl][K] / mean_reg[pb][K] for K in Ks}   # the control: the radius alone swapped
     radius_half = {K: float(np.mean(pick(uni[pp], K, "radius")[:, T // 2:])) for K in Ks}
     # 2. non-uniform rewards at the default K: the exact optimistic assortment each round, both agents
     Tn = cfg["T_nu"]
-    nu = _pair([MNLEnv(N, Kmid, d, B, rewards="nonuniform", seed=s) for s in seeds[:cfg["nu_seeds"]]], Tn,
-               "non-uniform rewards")
+    nu = _pair(_nu_envs(cfg, seed), Tn, "non-uniform rewards")
     nu_cum = {a: np.array([r["cum_regret"] for r in nu[a]]) for a in AG}
     nu_reg = {a: float(nu_cum[a][:, -1].mean()) for a in AG}
-    # the same with the authors' experimental scaling beta_t / 10, applied to both agents
-    tuned = _pair([MNLEnv(N, Kmid, d, B, rewards="nonuniform", seed=s) for s in seeds[:cfg["nu_seeds"]]], Tn,
-                  "non-uniform rewards, beta/10", beta_scale=0.1)
+    # the same with each agent's radius scaled by its own best beta_scale (tuned on seeds 0-3: best against best)
+    tuned = _pair(_nu_envs(cfg, seed), Tn, "non-uniform rewards, tuned radii", beta_scale=cfg["tuned"])
     tuned_reg = {a: float(np.mean([r["cum_regret"][-1] for r in tuned[a]])) for a in AG}
     # confidence radius over beta_t, every round of every run of each agent (both reward settings)
-    rob = {a: float(max(np.max(r["radius"] / r["beta"]) for r in uni[a] + nu[a])) for a in AG}
-    cover = {a: float(min(np.mean(r["radius"] <= r["beta"]) for r in uni[a] + nu[a])) for a in AG}
+    rob = {a: float(max(np.max(r["radius"] / r["beta"]) for r in uni[a] + nu[a])) for a in (pp, pl)}
+    cover = {a: float(min(np.mean(r["radius"] <= r["beta"]) for r in uni[a] + nu[a])) for a in (pp, pl)}
     # how tight each agent's beta_t is late in the run: per run, the largest radius / beta_t over t > T/2; median
-    tight = {a: float(np.median([np.max(r["radius"][T // 2:] / r["beta"][T // 2:]) for r in uni[a]])) for a in AG}
+    tight = {a: float(np.median([np.max(r["radius"][T // 2:] / r["beta"][T // 2:]) for r in uni[a]])) for a in (pp, pl)}
     cover_tuned = {a: float(np.mean([np.mean(r["radius"] <= r["beta"]) for r in tuned[a]])) for a in AG}
-    # 3. the MLE-based agents at K = Kmid: regret and time per round
+    # 3. the MLE-based agents at K = Kmid (uniform rewards, theory radii): regret, and time per round.
+    # UCB-MNL, TS-MNL, OFU-MNL++ and its beta+ ablation on base_seeds instances; OFU-M2NL (timing) on the first one.
     Tb, w = cfg["T_base"], 100   # the time per round of an agent that has played w rounds against one that has played Tb
+    base_inst = [seed * 1000 + i for i in range(cfg["base_seeds"])]
     base = {}
-    for s in seeds[:cfg["base_seeds"]]:
-        for make in (lambda: OFUMNLpp(d, Kmid, B), lambda: OFUM2NL(d, Kmid, B), lambda: UCBMNL(d, Kmid),
-                     lambda: TSMNL(d, Kmid, seed=s)):
+    for s in base_inst:
+        makes = [lambda: OFUMNLpp(d, Kmid, B), lambda: OFUMNLppBetaPlus(d, Kmid, B), lambda: UCBMNL(d, Kmid),
+                 lambda: TSMNL(d, Kmid, seed=s)] + ([lambda: OFUM2NL(d, Kmid, B)] if s == base_inst[0] else [])
+        for make in makes:
             agent = make()
             res = run_bandit(MNLEnv(N, Kmid, d, B, seed=s), agent, Tb, desc=f"{agent.name} seed={s}",
-                             snapshots=(w, Tb) if s == seeds[0] and agent.name in ("OFU-MNL++", "OFU-M2NL") else ())
+                             snapshots=(w, Tb) if s == base_inst[0] and agent.name in ("OFU-MNL++", "OFU-M2NL") else ())
             base.setdefault(agent.name, []).append(res)
     base_reg = {name: float(np.mean([r["cum_regret"][-1] for r in rs])) for name, rs in base.items()}
+    best_base = min(base_reg["UCB-MNL"], base_reg["TS-MNL"])
     base_secs = {name: np.median(np.array([r["seconds"] for r in rs]), axis=0) for name, rs in base.items()}
-    X_late, r_late = MNLEnv(N, Kmid, d, B, seed=seeds[0]).contexts(Tb)
+    X_late, r_late = MNLEnv(N, Kmid, d, B, seed=base_inst[0]).contexts(Tb)
     time_ratio = {}
     for name in ("OFU-MNL++", "OFU-M2NL"):
         snap = base[name][0]["snapshots"]
@@ -687,15 +728,13 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     cp = cum[pp][Kmid].mean(0)
     return dict(
         scale=scale, seed=seed, config=cfg, K_default=Kmid,
-        mean_regret=mean_reg, regret_ratio_by_K=ratio_K,
-        # paper claims: OFU-MNL++ against OFU-MNL+ (metric) and the same comparison the other way round (control)
-        plus_over_pp_uniform=min(ratio_K.values()), pp_over_plus_uniform=min(1 / v for v in ratio_K.values()),
+        mean_regret=mean_reg, regret_ratio_by_K=ratio_K, regret_ratio_by_K_ctrl=ratio_K_ctrl,
+        # paper claims: OFU-MNL+ over OFU-MNL++ (metric); OFU-MNL+ over OFU-MNL++ with beta_t^+ (control)
+        plus_over_pp_uniform=min(ratio_K.values()), plus_over_ppbeta_uniform=min(ratio_K_ctrl.values()),
         nonuniform_regret=nu_reg,
-        plus_over_pp_nonuniform=nu_reg["OFU-MNL+"] / nu_reg["OFU-MNL++"],
-        pp_over_plus_nonuniform=nu_reg["OFU-MNL++"] / nu_reg["OFU-MNL+"],
-        nonuniform_tuned_regret=tuned_reg,
-        plus_over_pp_tuned=tuned_reg["OFU-MNL+"] / tuned_reg["OFU-MNL++"],
-        pp_over_plus_tuned=tuned_reg["OFU-MNL++"] / tuned_reg["OFU-MNL+"],
+        plus_over_pp_nonuniform=nu_reg[pl] / nu_reg[pp], plus_over_ppbeta_nonuniform=nu_reg[pl] / nu_reg[pb],
+        nonuniform_tuned_regret=tuned_reg, tuned_scales=dict(cfg["tuned"]),
+        plus_over_pp_tuned=tuned_reg[pl] / tuned_reg[pp], plus_over_ppbeta_tuned=tuned_reg[pl] / tuned_reg[pb],
         tightness=tight, tightness_pp=tight[pp], tightness_plus=tight["OFU-MNL+"], coverage_tuned=cover_tuned,
         radius_over_beta_max=rob, radius_over_beta_pp=rob[pp], radius_over_beta_plus=rob["OFU-MNL+"],
         coverage=cover, coverage_min=min(cover.values()), radius_over_beta_all=max(rob.values()),
@@ -708,7 +747,8 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         timings=dict(time_ratio=time_ratio, time_ratio_pp=time_ratio["OFU-MNL++"], time_ratio_m2nl=time_ratio["OFU-M2NL"],
                      us_per_round={name: float(np.median(s) * 1e6) for name, s in base_secs.items()},
                      base_secs=base_secs),
-        baseline_regret=base_reg,
+        baseline_regret=base_reg, baseline_instances=len(base_inst),
+        regret_vs_best_baseline=base_reg[pp] / best_base, regret_vs_best_baseline_ppbeta=base_reg[pb] / best_base,
         curves=dict(cum_regret=cum, radius={a: {K: pick(uni[a], K, "radius") for K in Ks} for a in AG},
                     beta={a: {K: uni[a][[r["K"] for r in uni[a]].index(K)]["beta"] for K in Ks} for a in AG},
                     base_cum={name: np.array([r["cum_regret"] for r in rs]) for name, rs in base.items()},
@@ -770,38 +810,53 @@ def plots(result: dict) -> dict:
 
 # %% ../../nbs/bandits/01_mnl.ipynb #1bd0b36c
 _PREREG = "fixed 2026-12-04 on seeds 0-3 (fast scale) before seeds 4-15 were run; seeds 0-3: {}"
+_I48 = ("Issue 48 kept this threshold and did not refit it; the fast scale it was fixed on had 8 instances per setting, "
+        "it now has 4 (same T; the CPU budget of the re-registration, with a third agent in every run). ")
+_CTRL48 = ("Control (issue 48): OFU-MNL+ against OFU-MNL++ with only its radius swapped for OFU-MNL+'s beta_t^+ "
+           "(`OFUMNLppBetaPlus`: OFU-MNL++'s eta, lambda = d eta, step and assortment, same instances), so that the "
+           "gap measures the bound and not lambda^+ = 84 sqrt(2) d eta^+ against lambda = d eta. If this control passes, "
+           "the gain comes from the other constants, not from the bound. Before issue 48 the control was 1/metric, "
+           "computed from the treatment (it failed by construction).")
 CLAIMS = [
     Claim("beats_plus_uniform",
           "Uniform rewards: OFU-MNL+ has >= 1.5x the regret of OFU-MNL++ at every K (same instances, theory radii)",
-          "plus_over_pp_uniform", ">=", 1.5, kind="paper", control="pp_over_plus_uniform", source="preregistered",
+          "plus_over_pp_uniform", ">=", 1.5, kind="paper", control="plus_over_ppbeta_uniform", source="preregistered",
+          tests="paper", control_basis=_CTRL48,
           basis="The paper's OFU-MNL++ improves on OFU-MNL+ (Lee & Oh 2024) through a tighter, K-free confidence bound "
                 "(abstract); its experiments show lower regret than OFU-MNL+. Metric: min over K of "
-                "Reg(OFU-MNL+)/Reg(OFU-MNL++); control: the same comparison the other way round. "
-                + _PREREG.format("2.63, 2.67, 2.70, 2.21 (control 0.210, 0.278, 0.250, 0.270)")),
+                "Reg(OFU-MNL+)/Reg(OFU-MNL++) (this chapter's OFU-MNL++ constants, the paper's order). "
+                + _PREREG.format("2.63, 2.67, 2.70, 2.21") + ". " + _I48),
     Claim("beats_plus_nonuniform",
           "Non-uniform rewards, K=5: OFU-MNL+ has >= 10x the regret of OFU-MNL++ (same instances, theory radii)",
-          "plus_over_pp_nonuniform", ">=", 10.0, kind="paper", control="pp_over_plus_nonuniform", source="preregistered",
+          "plus_over_pp_nonuniform", ">=", 10.0, kind="paper", control="plus_over_ppbeta_nonuniform",
+          source="preregistered", tests="paper", control_basis=_CTRL48,
           basis="As above, with rewards uniform in [0, 1] and the exact optimistic assortment. "
-                + _PREREG.format("70.2, 79.8, 72.7, 85.5 (control 0.0143, 0.0125, 0.0138, 0.0117)")),
+                + _PREREG.format("70.2, 79.8, 72.7, 85.5") + ". " + _I48),
     Claim("beats_plus_nonuniform_tuned",
-          "Non-uniform rewards, K=5, both radii scaled by 1/10 (the authors' experimental tuning): OFU-MNL+ has >= 1.2x the regret",
-          "plus_over_pp_tuned", ">=", 1.2, kind="paper", control="pp_over_plus_tuned", source="preregistered",
-          basis="The same comparison when both agents get the predecessor code's beta/10, so that the gap is not an "
-                "artefact of OFU-MNL+'s looser theory radius alone. "
-                + _PREREG.format("2.53, 1.91, 2.73, 1.60 (control 0.396, 0.523, 0.366, 0.625)")),
+          "Non-uniform rewards, K=5, each agent's radius scaled by its own best beta_scale (tuned on seeds 0-3): "
+          "OFU-MNL+ has >= 1.2x the regret",
+          "plus_over_pp_tuned", ">=", 1.2, kind="paper", control="plus_over_ppbeta_tuned", source="preregistered",
+          tests="paper", control_basis=_CTRL48 + " Each of the three agents gets its own tuned beta_scale.",
+          basis="Best against best: each agent's beta_scale is the one of BETA_GRID with the lowest mean regret on the "
+                "non-uniform instances of seeds 0-3 (TUNED_SCALES, fixed before registration). Changed by issue 48: "
+                "this claim used to scale both radii by 1/10 (the predecessor code's tuning), at which OFU-MNL++ "
+                "covered theta* in 3.5% of rounds while OFU-MNL+ still covered it: a tuning of one agent, not of both. "
+                "Threshold kept from the beta/10 version: " + _PREREG.format("2.53, 1.91, 2.73, 1.60") + ". " + _I48),
     Claim("bound_tighter",
           "OFU-MNL++'s beta_t is within 10x of the measured error ||theta_t - theta*||_{H_t} late in the run (t > T/2)",
-          "tightness_pp", ">=", 0.1, kind="paper", control="tightness_plus", source="preregistered",
+          "tightness_pp", ">=", 0.1, kind="paper", control="tightness_plus", source="preregistered", tests="proxy",
+          control_basis="OFU-MNL+ (Lee & Oh 2024, the paper's baseline) with its own beta_t^+, measured in its own H_t.",
           basis="Abstract: confidence bound O(sqrt(d log t) + B) against the previous O(B sqrt(d) log t log K). "
                 "Metric: median over runs of max_{t > T/2} radius_t / beta_t; control: the same for OFU-MNL+ and its "
                 "beta_t^+. beta_t is this chapter's (the paper's order, constants not verified). "
                 + _PREREG.format("0.237, 0.249, 0.273, 0.266 (control 0.0326, 0.0298, 0.0353, 0.0288)")),
     Claim("constant_time",
           "OFU-MNL++ costs constant time per round: a round at t=T_b over one at t=100 (same items, interleaved timing)",
-          "timings.time_ratio_pp", "<=", 1.5, kind="paper", control="timings.time_ratio_m2nl", source="preregistered",
-          basis="Abstract: 'a constant-time algorithm, OFU-MNL++'. Control: the MLE-based OFU-M2NL, whose refit "
-                "touches all t past rounds. "
-                + _PREREG.format("0.995, 1.037, 1.003, 1.001 (control 17.1, 9.97, 20.3, 16.0)")),
+          "timings.time_ratio_pp", "<=", 1.5, kind="check",
+          basis="Abstract: 'a constant-time algorithm, OFU-MNL++'. A check since issue 48: no term of the update grows "
+                "with t, so it holds by construction (it was a paper claim with the MLE-based OFU-M2NL as control; "
+                "that agent's ratio is still reported as timings.time_ratio_m2nl). "
+                + _PREREG.format("0.995, 1.037, 1.003, 1.001")),
     Claim("confidence_coverage",
           "Every round of every run: ||theta_t - theta*||_{H_t} <= beta_t (OFU-MNL++ and OFU-MNL+, their own radii)",
           "radius_over_beta_all", "<=", 1.0, kind="check"),
@@ -814,6 +869,17 @@ CLAIMS = [
     Claim("regret_falls_with_K",
           "With uniform rewards OFU-MNL++'s regret falls as K grows: largest Reg(K')/Reg(K) over consecutive K < K'",
           "regret_K_ratio_max", "<", 1.0, kind="check"),
+    Claim("beats_baselines",
+          "OFU-MNL++ regret is no worse than the better of UCB-MNL and TS-MNL on the default problem (ratio)",
+          "regret_vs_best_baseline", "<=", 1.0, kind="paper", control="regret_vs_best_baseline_ppbeta",
+          source="issue 48", tests="paper",
+          basis="Restored by issue 48 with its old statement and threshold (dropped in 2284ac2; it measured 0.300 on "
+                "seed 0 with one instance at T=1000). The paper's experiments compare OFU-MNL++ with UCB-MNL and "
+                "TS-MNL. Metric: mean regret of OFU-MNL++ over that of the better baseline, uniform rewards, K=5, "
+                "T_b rounds, base_seeds instances per seed (2 at the fast scale, T_b=500 rounds), every agent at its theory "
+                "radius, the baselines' MLE refitted every round.",
+          control_basis="The same ratio for OFU-MNL++ with only its radius swapped for OFU-MNL+'s beta_t^+ "
+                        "(`OFUMNLppBetaPlus`), the paper's ingredient removed as in the beats_plus_* claims."),
 ]
 
 # %% ../../nbs/bandits/01_mnl.ipynb #4d18fc06
