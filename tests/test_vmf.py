@@ -142,3 +142,14 @@ def test_speed_study_reports_cpu_and_wall_minima():
     out = M.speed_study([2_000], 3, 5.0, rounds=2, seed=0)["rows"][0]
     for k in ("bexp", "vmf", "vmf_scan", "bexp_wall", "vmf_wall", "vmf_scan_wall", "build"):
         assert out[k] > 0 and math.isfinite(out[k]), k
+
+
+def test_boltzmann_sampler_checks_once_and_draws_the_same():
+    A = M.uniform_catalogue(200, 4, seed=8)
+    V = A[5]
+    s = M.BoltzmannSampler(A, 2.0)
+    np.testing.assert_array_equal(s.sample(V, 500, seed=3), M.boltzmann_sample(V, A, 2.0, 500, seed=3))
+    with pytest.raises(ValueError):
+        M.BoltzmannSampler(A * 2, 2.0)
+    with pytest.raises(ValueError):
+        s.sample(V[:3] / np.linalg.norm(V[:3]), 1)
