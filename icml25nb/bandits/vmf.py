@@ -8,19 +8,23 @@ from __future__ import annotations
 import math
 import time
 
+import numba
+
 import numpy as np
 from scipy.spatial import cKDTree
 from scipy.stats import kstest, ks_2samp, norm, vonmises_fisher
+from threadpoolctl import threadpool_limits
 
 from ..core import Chapter, Claim, check_scale, check_seed, make_rng, progress, register
 from ..kernels import vmf as VK
 
 # %% auto #0
 __all__ = ['SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'normalize_rows', 'sample_vmf', 'mean_cosine', 'cosine_density',
-           'boltzmann_probs', 'truncated_boltzmann_probs', 'boltzmann_sample', 'ActionIndex', 'build_index',
-           'vmf_explore', 'similarity_histogram', 'similarity_binned_tv', 'action_tv', 'uniform_catalogue',
-           'digits_catalogue', 'sampler_check', 'tv_study', 'action_study', 'catalogue_tv', 'speed_study',
-           'recommender', 'experiment', 'plots']
+           'boltzmann_probs', 'truncated_boltzmann_probs', 'nucleus_k', 'BoltzmannSampler', 'boltzmann_sample',
+           'ActionIndex', 'build_index', 'truncated_boltzmann_sample', 'vmf_explore', 'similarity_histogram',
+           'similarity_binned_tv', 'action_tv', 'uniform_catalogue', 'clustered_catalogue', 'digits_catalogue',
+           'sampler_check', 'tv_study', 'action_study', 'catalogue_tv', 'speed_study', 'recommender', 'experiment',
+           'plots']
 
 # %% ../../nbs/bandits/02_vmf.ipynb #650e7d45
 def normalize_rows(X) -> np.ndarray:
@@ -129,12 +133,37 @@ def truncated_boltzmann_probs(V, A, kappa: float, k: int) -> np.ndarray:
     return p / p.sum()
 
 
+def nucleus_k(V, A, kappa: float, mass: float) -> int:
+    "The smallest K such that B-exp's K most similar actions hold at least `mass` of its probability (top-p)."
+    if not 0 < float(mass) <= 1:
+        raise ValueError(f"mass must be in (0, 1], got {mass!r}")
+    c = np.cumsum(np.sort(boltzmann_probs(V, A, kappa))[::-1])
+    return int(min(len(c), np.searchsorted(c, float(mass) * c[-1]) + 1))
+
+
+class BoltzmannSampler:
+    """B-exp over a fixed catalogue, as a user would serve it: the actions are checked once (as an index is built
+    once), then each call is one matrix-vector product, one exp, one cumulative sum and one inverse-CDF lookup
+    (binary search) per uniform draw."""
+
+    def __init__(self, A, kappa: float):
+        self.A, self.kappa = _check_unit("A", A, 2), _check_kappa(kappa)
+
+    def sample(self, V, size: int = 1, seed: int = 0) -> np.ndarray:
+        V = _check_unit("V", V, 1)
+        if V.shape[0] != self.A.shape[1]:
+            raise ValueError(f"V has dimension {V.shape[0]} but the actions have dimension {self.A.shape[1]}")
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+            raise ValueError(f"size must be a non-negative integer, got {size!r}")
+        s = self.kappa * (self.A @ V)
+        c = np.cumsum(np.exp(s - s.max()))
+        u = make_rng(check_seed(seed), 1).random(int(size)) * c[-1]
+        return np.minimum(np.searchsorted(c, u, side="right"), len(c) - 1).astype(np.int64)
+
+
 def boltzmann_sample(V, A, kappa: float, size: int = 1, seed: int = 0) -> np.ndarray:
-    "`size` B-exp draws (action indices) by the Gumbel-max trick: argmax_i kappa <V, A_i> + G_i."
-    V, A = _check_actions(V, A)
-    s = _check_kappa(kappa) * (A @ V)
-    rng = make_rng(check_seed(seed), 1)
-    return np.array([np.argmax(s + rng.gumbel(size=len(s))) for _ in range(int(size))], dtype=np.int64)
+    "`size` B-exp draws (action indices): `BoltzmannSampler(A, kappa).sample(V, size, seed)` (checks A every call)."
+    return BoltzmannSampler(A, kappa).sample(V, size, seed)
 
 
 class ActionIndex:
@@ -155,6 +184,17 @@ class ActionIndex:
             return self._tree.query(Q, k=1)[1].astype(np.int64)
         return VK.top1(Q, self.A)
 
+    def topk(self, q, k: int) -> np.ndarray:
+        "Indices of the k actions with the largest <q, A_i> for one query q (a k-nearest-neighbour query)."
+        q = np.asarray(q, dtype=np.float64)
+        if q.shape != (self.d,):
+            raise ValueError(f"q must be one vector of dimension {self.d}, got shape {q.shape}")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= self.n:
+            raise ValueError(f"k must be an integer in [1, {self.n}], got {k!r}")
+        if self.kind == "kdtree":
+            return np.atleast_1d(self._tree.query(q, k=int(k))[1]).astype(np.int64)
+        return np.argpartition(-(self.A @ q), int(k) - 1)[:int(k)].astype(np.int64)
+
     def __repr__(self):
         return f"ActionIndex({self.kind}, n={self.n}, d={self.d})"
 
@@ -162,6 +202,17 @@ class ActionIndex:
 def build_index(A, kind: str = "kdtree") -> ActionIndex:
     "An `ActionIndex` over the unit rows of A: 'kdtree' (scipy cKDTree) or 'brute' (the top-1 kernel)."
     return ActionIndex(A, kind)
+
+
+def truncated_boltzmann_sample(V, index: "ActionIndex", kappa: float, k: int, size: int = 1,
+                                seed: int = 0) -> np.ndarray:
+    "`size` draws of B-exp restricted to the k actions nearest to V, retrieved by the index (O(k) after the query)."
+    V = _check_unit("V", V, 1)
+    j = index.topk(V, k)
+    s = _check_kappa(kappa) * (index.A[j] @ V)
+    c = np.cumsum(np.exp(s - s.max()))
+    u = make_rng(check_seed(seed), 2).random(int(size)) * c[-1]
+    return j[np.minimum(np.searchsorted(c, u, side="right"), len(c) - 1)]
 
 
 def vmf_explore(V, index: ActionIndex, kappa: float, size: int = 1, seed: int = 0) -> np.ndarray:
@@ -202,20 +253,33 @@ SCALE_CONFIG = {
     "fast": dict(sampler_n=20_000, sampler_cases=((3, 5.0), (8, 5.0), (32, 10.0), (128, 1000.0)), kappa=5.0,
                  tv_ns={3: (2_000, 20_000, 200_000), 8: (2_000, 20_000, 200_000)}, tv_sets=4, tv_draws=100_000,
                  action_n=500, action_draws=(50_000, 400_000), digits_V=8, digits_draws=100_000,
-                 speed_ns=(10_000, 100_000, 1_000_000), speed_rounds=5, rec_n=50_000, rec_d=8, rec_T=600,
-                 rec_users=2, trunc_k=1000),
+                 speed_ns=(10_000, 100_000, 1_000_000), speed_rounds=9, rec_n=50_000, rec_d=8, rec_T=600,
+                 rec_users=2, trunc_k=100, nucleus_mass=0.95, clusters=16, cluster_kappa=30.0),
     "full": dict(sampler_n=200_000, sampler_cases=((3, 5.0), (8, 5.0), (32, 10.0), (128, 1000.0), (3, 1e6)),
                  kappa=5.0, tv_ns={3: (2_000, 20_000, 200_000, 1_000_000), 8: (2_000, 20_000, 200_000, 1_000_000),
                                    32: (20_000, 200_000)}, tv_sets=8, tv_draws=400_000,
                  action_n=500, action_draws=(100_000, 1_000_000), digits_V=32, digits_draws=400_000,
-                 speed_ns=(10_000, 100_000, 1_000_000, 3_000_000), speed_rounds=10, rec_n=200_000, rec_d=8,
-                 rec_T=3000, rec_users=5, trunc_k=1000),
+                 speed_ns=(10_000, 100_000, 1_000_000, 3_000_000), speed_rounds=15, rec_n=200_000, rec_d=8,
+                 rec_T=3000, rec_users=5, trunc_k=100, nucleus_mass=0.95, clusters=16, cluster_kappa=30.0),
 }
 
 
 def uniform_catalogue(n: int, d: int, seed: int = 0) -> np.ndarray:
     "n actions i.i.d. uniform on the unit sphere S^{d-1}."
     return normalize_rows(make_rng(seed, 3).standard_normal((n, d)))
+
+
+def clustered_catalogue(n: int, d: int, clusters: int = 16, kappa_c: float = 30.0, seed: int = 0) -> np.ndarray:
+    "n actions from an equal mixture of `clusters` vMF(centre, kappa_c) clusters; the centres depend on seed only."
+    rng = make_rng(seed, 4)
+    centres = normalize_rows(rng.standard_normal((clusters, d)))
+    lab = rng.integers(clusters, size=n)
+    A = np.empty((n, d))
+    for j in range(clusters):
+        m = lab == j
+        if m.any():
+            A[m] = sample_vmf(centres[j], kappa_c, int(m.sum()), seed=(seed % 10**9) * clusters + j)
+    return normalize_rows(A)
 
 
 def digits_catalogue(dim: int = 3) -> np.ndarray:
@@ -244,22 +308,31 @@ def sampler_check(cases, n: int, seed: int) -> dict:
 
 
 def tv_study(d: int, n: int, kappa: float, sets: int, draws: int, seed: int, bins: int = 20,
-             trunc_k: int = 1000) -> dict:
-    "Similarity-binned TV between vMF-exp (frequencies) and B-exp (exact), pooled over `sets` catalogues; control: truncated B-exp."
-    hv, hb, ht = np.zeros(bins), np.zeros(bins), np.zeros(bins)
+             trunc_k: int = 100, nucleus_mass: float = 0.95, catalogue: str = "uniform", clusters: int = 16,
+             cluster_kappa: float = 30.0) -> dict:
+    """Similarity-binned TV between vMF-exp (frequencies) and B-exp (exact), pooled over `sets` catalogues
+    (uniform or clustered); B-exp truncated by mass (top-p, `nucleus_mass`) and by cost (`trunc_k`) scored alike."""
+    if catalogue not in ("uniform", "clustered"):
+        raise ValueError(f"catalogue must be 'uniform' or 'clustered', got {catalogue!r}")
+    hv, hb, ht, hk, ks = np.zeros(bins), np.zeros(bins), np.zeros(bins), np.zeros(bins), []
     for s in range(sets):
-        A = uniform_catalogue(n, d, seed * 1000 + s)
+        A = (uniform_catalogue(n, d, seed * 1000 + s) if catalogue == "uniform"
+             else clustered_catalogue(n, d, clusters, cluster_kappa, seed * 1000 + s))
         V = normalize_rows(make_rng(seed, 30, s).standard_normal(d))
         sims = A @ V
         counts = np.bincount(vmf_explore(V, build_index(A), kappa, draws // sets, seed=seed * 1000 + s),
                              minlength=n)
+        ks.append(nucleus_k(V, A, kappa, nucleus_mass))
         hv += similarity_histogram(sims, counts, bins) / sets
         hb += similarity_histogram(sims, boltzmann_probs(V, A, kappa), bins) / sets
-        ht += similarity_histogram(sims, truncated_boltzmann_probs(V, A, kappa, min(trunc_k, n)), bins) / sets
+        ht += similarity_histogram(sims, truncated_boltzmann_probs(V, A, kappa, ks[-1]), bins) / sets
+        hk += similarity_histogram(sims, truncated_boltzmann_probs(V, A, kappa, min(trunc_k, n)), bins) / sets
     edges = np.linspace(-1, 1, bins + 1)
     g = np.array([np.trapezoid(cosine_density(np.linspace(a, b, 201), d, kappa), np.linspace(a, b, 201))
                   for a, b in zip(edges[:-1], edges[1:])])
-    return dict(d=d, n=n, tv=float(0.5 * np.abs(hv - hb).sum()), tv_trunc=float(0.5 * np.abs(ht - hb).sum()),
+    return dict(d=d, n=n, catalogue=catalogue, tv=float(0.5 * np.abs(hv - hb).sum()),
+                tv_trunc=float(0.5 * np.abs(ht - hb).sum()), k_nucleus=float(np.mean(ks)),
+                tv_trunc_cost=float(0.5 * np.abs(hk - hb).sum()),
                 tv_vmf_limit=float(0.5 * np.abs(hv - g).sum()),
                 tv_bexp_limit=float(0.5 * np.abs(hb - g).sum()), hist_vmf=hv, hist_bexp=hb, hist_limit=g)
 
@@ -289,41 +362,57 @@ def catalogue_tv(A, kappa: float, n_V: int, draws: int, seed: int, key: int) -> 
     return float(np.mean(tvs))
 
 
+def _timed(fn, reps: int = 1) -> tuple[float, float]:
+    "(CPU seconds of this process, wall seconds) per call of fn, over `reps` calls."
+    c0, w0 = time.process_time(), time.perf_counter()
+    for r in range(reps):
+        fn(r)
+    return (time.process_time() - c0) / reps, (time.perf_counter() - w0) / reps
+
+
 def speed_study(ns, d: int, kappa: float, rounds: int, seed: int) -> dict:
-    "Median seconds per draw of B-exp, vMF-exp (KD-tree) and vMF-exp (exhaustive scan), measured alternately."
+    """Seconds per draw of B-exp (matrix-vector product, exp, inverse CDF), vMF-exp (KD-tree) and vMF-exp (exhaustive
+    scan): the three interleaved `rounds` times, single-threaded (BLAS and Numba), timed by the process's CPU clock
+    and by the wall clock; each method's minimum over the rounds is its time (a round that was preempted or
+    slowed by other processes only adds time, so the minimum is the least disturbed one)."""
     out = []
-    for n in ns:
-        A = uniform_catalogue(n, d, seed * 1000 + 7)
-        t0 = time.perf_counter()
-        idx = build_index(A)
-        build = time.perf_counter() - t0
-        brute = build_index(A, "brute")
-        V = normalize_rows(make_rng(seed, 40).standard_normal(d))
-        vmf_explore(V, idx, kappa, 1, seed=0)
-        vmf_explore(V, brute, kappa, 1, seed=0)
-        tb, tv, tbr = [], [], []
-        for r in range(rounds):  # alternate, so that a burst of load hits both alike
-            t0 = time.perf_counter()
-            boltzmann_sample(V, A, kappa, 1, seed=r)
-            tb.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            for k in range(20):
-                vmf_explore(V, idx, kappa, 1, seed=r * 20 + k)
-            tv.append((time.perf_counter() - t0) / 20)
-            t0 = time.perf_counter()
-            vmf_explore(V, brute, kappa, 1, seed=r)
-            tbr.append(time.perf_counter() - t0)
-        out.append(dict(n=n, bexp=float(np.median(tb)), vmf=float(np.median(tv)), vmf_scan=float(np.median(tbr)),
-                        build=build))
+    nthreads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        with threadpool_limits(1):
+            for n in ns:
+                A = uniform_catalogue(n, d, seed * 1000 + 7)
+                t0 = time.perf_counter()
+                idx = build_index(A)
+                build = time.perf_counter() - t0
+                brute = build_index(A, "brute")
+                V = normalize_rows(make_rng(seed, 40).standard_normal(d))
+                vmf_explore(V, idx, kappa, 1, seed=0)
+                vmf_explore(V, brute, kappa, 1, seed=0)
+                bexp = BoltzmannSampler(A, kappa)  # the catalogue is checked once, outside the timing, like the index
+                bexp.sample(V, 1, seed=0)
+                tb, tv, tbr = [], [], []
+                for r in range(rounds):  # interleaved, so that a burst of load can hit all three alike
+                    tb.append(_timed(lambda k: bexp.sample(V, 1, seed=r)))
+                    tv.append(_timed(lambda k: vmf_explore(V, idx, kappa, 1, seed=r * 20 + k), 20))
+                    tbr.append(_timed(lambda k: vmf_explore(V, brute, kappa, 1, seed=r)))
+                tb, tv, tbr = np.array(tb), np.array(tv), np.array(tbr)
+                out.append(dict(n=n, bexp=float(tb[:, 0].min()), vmf=float(tv[:, 0].min()),
+                                vmf_scan=float(tbr[:, 0].min()), bexp_wall=float(tb[:, 1].min()),
+                                vmf_wall=float(tv[:, 1].min()), vmf_scan_wall=float(tbr[:, 1].min()),
+                                bexp_wall_median=float(np.median(tb[:, 1])), vmf_wall_median=float(np.median(tv[:, 1])),
+                                build=build))
+    finally:
+        numba.set_num_threads(nthreads)
     return dict(rows=out)
 
 
-def recommender(n: int, d: int, T: int, kappa: float, users: int, seed: int) -> dict:
-    "(mean reward and curve, median seconds per round) of B-exp, vMF-exp, greedy and uniform exploration."
+def recommender(n: int, d: int, T: int, kappa: float, users: int, seed: int, trunc_k: int = 100) -> dict:
+    "(mean reward and curve, median seconds per round) of B-exp, vMF-exp, truncated B-exp, greedy and uniform."
     A = uniform_catalogue(n, d, seed * 1000 + 8)
-    idx = build_index(A)
+    idx, bexp = build_index(A), BoltzmannSampler(A, kappa)
     beta, beta0 = 8.0, 4.0
-    res = {m: dict(reward=[], secs=[]) for m in ("B-exp", "vMF-exp", "greedy", "uniform")}
+    res = {m: dict(reward=[], secs=[]) for m in ("B-exp", "vMF-exp", "truncated B-exp", "greedy", "uniform")}
     for u_i in range(users):
         u = normalize_rows(make_rng(seed, 50, u_i).standard_normal(d))
         for m in res:
@@ -334,9 +423,11 @@ def recommender(n: int, d: int, T: int, kappa: float, users: int, seed: int) -> 
             for t in range(T):
                 V = s if not acc.any() else acc / np.linalg.norm(acc)
                 if m == "B-exp":
-                    i = boltzmann_sample(V, A, kappa, 1, seed=seed * 10**6 + u_i * T + t)[0]
+                    i = bexp.sample(V, 1, seed=seed * 10**6 + u_i * T + t)[0]
                 elif m == "vMF-exp":
                     i = vmf_explore(V, idx, kappa, 1, seed=seed * 10**6 + u_i * T + t)[0]
+                elif m == "truncated B-exp":
+                    i = truncated_boltzmann_sample(V, idx, kappa, trunc_k, 1, seed=seed * 10**6 + u_i * T + t)[0]
                 elif m == "greedy":
                     i = idx.query(V)[0]
                 else:
@@ -360,8 +451,12 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     m = len(samp["cases"])
     z_star = float(norm.ppf(1 - 0.0027 / (2 * m)))  # 3 standard errors, Bonferroni-corrected over the cases
     steps.update()
-    tv = {d: [tv_study(d, n, kappa, cfg["tv_sets"], cfg["tv_draws"], seed, trunc_k=cfg["trunc_k"]) for n in ns]
+    tvkw = dict(trunc_k=cfg["trunc_k"], nucleus_mass=cfg["nucleus_mass"], clusters=cfg["clusters"],
+                cluster_kappa=cfg["cluster_kappa"])
+    tv = {d: [tv_study(d, n, kappa, cfg["tv_sets"], cfg["tv_draws"], seed, **tvkw) for n in ns]
           for d, ns in cfg["tv_ns"].items()}
+    tv_cl = [tv_study(8, n, kappa, cfg["tv_sets"], cfg["tv_draws"], seed, catalogue="clustered", **tvkw)
+             for n in cfg["tv_ns"][8]]
     steps.update()
     act = action_study(cfg["action_n"], 3, kappa, cfg["action_draws"], seed)
     digits = digits_catalogue(3)
@@ -371,11 +466,13 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     steps.update()
     speed = speed_study(cfg["speed_ns"], 3, kappa, cfg["speed_rounds"], seed)
     steps.update()
-    rec, rec_secs = recommender(cfg["rec_n"], cfg["rec_d"], cfg["rec_T"], kappa, cfg["rec_users"], seed)
+    rec, rec_secs = recommender(cfg["rec_n"], cfg["rec_d"], cfg["rec_T"], kappa, cfg["rec_users"], seed,
+                                trunc_k=cfg["trunc_k"])
     steps.update()
     steps.close()
     tv3 = {r["n"]: r for r in tv[3]}
-    tv8, tv8_trunc = [r["tv"] for r in tv[8]], [r["tv_trunc"] for r in tv[8]]
+    tv8, tv8_trunc, tv8_cl = [r["tv"] for r in tv[8]], [r["tv_trunc"] for r in tv[8]], [r["tv"] for r in tv_cl]
+    ratio = lambda m: rec[m]["mean_reward"] / rec["B-exp"]["mean_reward"]
     big = max(speed["rows"], key=lambda r: r["n"])
     return dict(
         scale=scale, seed=seed, config=cfg, sampler=samp["cases"], z_star=z_star,
@@ -384,17 +481,24 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         sampler_alpha=0.0027 / (2 * m),
         sampler_z_over_threshold=max(abs(c["z"]) for c in samp["cases"]) / z_star,
         sampler_p_over_alpha=min(min(c["p_cos"], c["p_ortho"]) for c in samp["cases"]) / (0.0027 / (2 * m)),
-        tv=tv,
-        tv_d3_n20000=tv3[20_000]["tv"], tv_d3_n20000_truncated=tv3[20_000]["tv_trunc"],
+        tv=tv, tv_clustered=tv_cl,
+        tv_d3_n20000=tv3[20_000]["tv"], tv_d3_n20000_nucleus=tv3[20_000]["tv_trunc"],
+        tv_d3_n20000_cost_k=tv3[20_000]["tv_trunc_cost"], k_nucleus_d3_n20000=tv3[20_000]["k_nucleus"],
         tv_d8_max_ratio=max(b / a for a, b in zip(tv8, tv8[1:])),
+        tv_d8_max_ratio_clustered=max(b / a for a, b in zip(tv8_cl, tv8_cl[1:])),
+        tv_d8_span_ratio=tv8[-1] / tv8[0], tv_d8_span_ratio_clustered=tv8_cl[-1] / tv8_cl[0],
         tv_d8_max_ratio_truncated=max(b / a for a, b in zip(tv8_trunc, tv8_trunc[1:])),
         action=act, action_tv_last=act["rows"][-1]["action_tv"], binned_tv_last=act["rows"][-1]["binned_tv"],
         tv_digits=tv_digits, tv_uniform_same_n=tv_unif, digits_over_uniform=tv_digits / tv_unif,
         recommender=rec,
-        reward_ratio_vmf=rec["vMF-exp"]["mean_reward"] / rec["B-exp"]["mean_reward"],
-        reward_ratio_greedy=rec["greedy"]["mean_reward"] / rec["B-exp"]["mean_reward"],
+        reward_ratio_vmf=ratio("vMF-exp"), reward_ratio_greedy=ratio("greedy"),
+        reward_ratio_uniform=ratio("uniform"), reward_ratio_truncated=ratio("truncated B-exp"),
+        reward_dev_vmf=abs(ratio("vMF-exp") - 1), reward_dev_uniform=abs(ratio("uniform") - 1),
+        reward_dev_truncated=abs(ratio("truncated B-exp") - 1),
         timings=dict(speed=speed["rows"], speedup_at_max_n=big["bexp"] / big["vmf"],
                      speedup_scan_at_max_n=big["bexp"] / big["vmf_scan"], max_n=big["n"],
+                     speedup_wall_at_max_n=big["bexp_wall"] / big["vmf_wall"],
+                     speedup_scan_wall_at_max_n=big["bexp_wall"] / big["vmf_scan_wall"],
                      recommender_secs_per_round=rec_secs),
     )
 
@@ -409,16 +513,20 @@ def plots(result: dict) -> dict:
         axes[0].plot(ns, [r["tv"] for r in rows], "o-", label=f"d={d}: vMF-exp vs B-exp")
         axes[0].plot(ns, [r["tv_bexp_limit"] for r in rows], "x:", color=axes[0].lines[-1].get_color(),
                      label=f"d={d}: B-exp vs the limit law g")
+    cl = result.get("tv_clustered", [])
+    if cl:
+        axes[0].plot([r["n"] for r in cl], [r["tv"] for r in cl], "s--", color="gray",
+                     label="d=8, clustered catalogue: vMF-exp vs B-exp")
     axes[0].set(xscale="log", yscale="log", xlabel="number of actions n", ylabel="similarity-binned TV",
                 title=f"Uniform catalogues, kappa={result['config']['kappa']:g}")
     axes[0].legend(fontsize=8); axes[0].grid(alpha=0.3)
     sp = result["timings"]["speed"]
     ns = [r["n"] for r in sp]
-    axes[1].plot(ns, [r["bexp"] * 1e3 for r in sp], "o-", label="B-exp (Gumbel-max over all actions)")
+    axes[1].plot(ns, [r["bexp"] * 1e3 for r in sp], "o-", label="B-exp (product, exp, inverse CDF)")
     axes[1].plot(ns, [r["vmf"] * 1e3 for r in sp], "s-", label="vMF-exp (sample + KD-tree query)")
     axes[1].plot(ns, [r["vmf_scan"] * 1e3 for r in sp], "d--", label="vMF-exp without index (exhaustive scan)")
     axes[1].plot(ns, [r["build"] * 1e3 for r in sp], "^:", color="gray", label="KD-tree build (once)")
-    axes[1].set(xscale="log", yscale="log", xlabel="number of actions n", ylabel="ms", title="Time per draw, d=3")
+    axes[1].set(xscale="log", yscale="log", xlabel="number of actions n", ylabel="ms (CPU, min over rounds)", title="Time per draw, d=3")
     axes[1].legend(fontsize=8); axes[1].grid(alpha=0.3)
     fig.tight_layout()
     figs["tv_and_time"] = fig
@@ -456,38 +564,101 @@ def plots(result: dict) -> dict:
 
 # %% ../../nbs/bandits/02_vmf.ipynb #9314c62e
 _PREREG = "fixed on seeds 0-3 (fast scale) before seeds 4-15 were run; seeds 0-3: {}"
+_I48 = "Registered under issue 48 (first registration, seeds 0-3 run by `icml25nb register`). "
 CLAIMS = [
     Claim("similarity_match_d3",
           "vMF-exp picks actions of each similarity as B-exp does: similarity-binned TV to B-exp at d=3, n=20,000, "
-          "kappa=5 (control: B-exp truncated to the 1,000 most similar actions)",
-          "tv_d3_n20000", "<=", 0.03, kind="paper", control="tv_d3_n20000_truncated", source="preregistered",
+          "kappa=5 (control: top-p B-exp, B-exp over the most similar actions holding 95% of its mass)",
+          "tv_d3_n20000", "<=", 0.03, kind="paper", control="tv_d3_n20000_nucleus", source="preregistered",
+          tests="paper",
           basis="Abstract: 'vMF-exp asymptotically maintains the same probability of exploring each action as "
-                "Boltzmann Exploration (B-exp)' (actions uniform on the sphere); 0.03 was proposed from a calibration "
-                "prototype (0.007) before the chapter. " + _PREREG.format("0.0102, 0.0102, 0.0057, 0.0097 "
-                "(control 0.603, 0.583, 0.598, 0.586)")),
+                "Boltzmann Exploration (B-exp)' (actions uniform on the sphere); 0.03 was proposed in the chapter's "
+                "brief from a calibration prototype (0.007) before the chapter was written, and kept. "
+                "Seeds 0-3 of the sweep before issue 48: 0.0102, 0.0102, 0.0057, 0.0097.",
+          control_basis=_I48 + "Control changed (issue 48: 'choose the truncation K by B-exp's mass or by cost, not "
+                "one that is doomed'; it was K = 1,000 fixed, 5% of the catalogue holding ~39% of B-exp's mass). Now "
+                "K is chosen by mass, per catalogue: the smallest top set holding p = 0.95 of B-exp's probability "
+                "(top-p / nucleus truncation; p = 0.95 is a standard nucleus-sampling value, one Holtzman et al. 2020 "
+                "evaluate). Its similarity TV to B-exp is about 1 - p = 0.05 by construction, so what this control "
+                "shows is that a standard truncation is visible to the metric at this threshold; to reach 0.03 the "
+                "truncation must keep >= 97% of the mass, K ~ 7,000 of 20,000 actions (35% of the catalogue), no "
+                "longer cheap. The cost-matched truncation (K = 100, a k-NN query as costly as one vMF-exp draw) is "
+                "reported beside it (tv_d3_n20000_cost_k)."),
     Claim("match_improves_with_n",
           "The match is asymptotic: at d=8 the binned TV to B-exp falls at every step n = 2,000 -> 20,000 -> "
-          "200,000 (largest ratio of consecutive TVs; control: truncated B-exp, whose fixed 1,000 candidates "
-          "cover a shrinking cap)",
-          "tv_d8_max_ratio", "<", 1.0, kind="paper", control="tv_d8_max_ratio_truncated", source="derived",
+          "200,000 on uniform catalogues (largest ratio of consecutive TVs; control: the same on clustered "
+          "catalogues, 16 vMF clusters of concentration 30, i.e. without the paper's uniform-actions assumption)",
+          "tv_d8_max_ratio", "<", 1.0, kind="paper", control="tv_d8_max_ratio_clustered", source="derived",
+          tests="paper",
           basis="'asymptotically maintains the same probability' (abstract): the distance must fall as n grows, "
-                "i.e. every ratio of consecutive TVs is below 1; no other number is needed."),
+                "i.e. every ratio of consecutive TVs is below 1; no other number is needed.",
+          control_basis=_I48 + "Control changed (issue 48: truncated B-exp with a fixed K gets worse with n by "
+                "construction). Now vMF-exp against B-exp on clustered catalogues (an equal mixture of 16 "
+                "vMF(centre, 30) clusters, centres fixed per catalogue, n items drawn from it), the paper's "
+                "uniform-actions assumption removed. On a non-uniform catalogue the derivation gives no convergence "
+                "to B-exp (vMF-exp's limit law is g, B-exp's is g reweighted by the catalogue's density), so the "
+                "control should not fall at every step; its cluster parameters were fixed before any run."),
+    Claim("match_rate_d8",
+          "The match closes at least as fast as the Voronoi cells shrink: at d=8 the binned TV to B-exp at "
+          "n=200,000 is at most 100^(-1/7) = 0.518 of its value at n=2,000 on uniform catalogues (control: the "
+          "same ratio on the clustered catalogues of match_improves_with_n)",
+          "tv_d8_span_ratio", "<=", 0.518, kind="paper", control="tv_d8_span_ratio_clustered", source="derived",
+          tests="proxy",
+          basis=_I48 + "A corrected version beside match_improves_with_n, added before registration because on "
+                "seed 0 that claim's new clustered control also fell at both steps (0.68, 0.89: its TV falls "
+                "towards a positive floor, 0.071 -> 0.048 -> 0.043, while the uniform one falls towards 0, "
+                "0.073 -> 0.031 -> 0.019), so 'falls at every step' cannot tell convergence to B-exp from "
+                "convergence to something else. Threshold derived, not fitted: the chosen action's similarity "
+                "differs from <V~, V> by at most the Voronoi cell diameter, of order n^(-1/(d-1)), so the "
+                "similarity-law gap shrinks at least that fast; over n = 2,000 -> 200,000 at d = 8 that is a "
+                "factor 100^(-1/7) = 0.518. Monte Carlo noise (100,000 draws, 20 bins) adds a floor near 0.005.",
+          control_basis=_I48 + "Clustered catalogues (16 vMF(centre, 30) clusters) remove the paper's uniform-actions "
+                "assumption; there the derivation gives a positive limit gap, so the ratio should stay above the "
+                "cell-diameter rate."),
     Claim("speed_1e6",
-          "At n=10^6 actions vMF-exp with a KD-tree draws >= 50x faster than B-exp (same run, alternating; "
-          "control: vMF-exp with an exhaustive scan instead of the index)",
+          "At n=10^6 actions (d=3) vMF-exp with a KD-tree draws >= 50x faster than B-exp written as one "
+          "matrix-vector product, exp and one inverse-CDF draw (single-threaded CPU time, minimum over 9 "
+          "interleaved rounds; control: vMF-exp with an exhaustive scan instead of the index)",
           "timings.speedup_at_max_n", ">=", 50.0, kind="paper", control="timings.speedup_scan_at_max_n",
-          source="preregistered",
+          source="preregistered", tests="paper",
           basis="Abstract: vMF-exp 'scales to virtually unlimited numbers of candidate actions' while B-exp "
                 "'requires computing softmax values for each action'; 50x was proposed before the chapter from a "
-                "prototype (3 ms per 1000 tree queries against 42 ms per B-exp draw). "
-                + _PREREG.format("355, 313, 454, 355 (control 16.5, 14.1, 15.2, 13.5)")),
+                "prototype (3 ms per 1000 tree queries against 42 ms per Gumbel-max B-exp draw), and kept. " + _I48 +
+                "Baseline changed (issue 48): B-exp is no longer Gumbel-max (n Gumbel draws per sample) but what a "
+                "user writes: one product, one exp, one cumulative sum, one binary search, the catalogue checked once "
+                "outside the timing as the index is built once (registration 2 fixed a first version that re-checked "
+                "the 10^6 unit rows on every draw, 3/4 of its time). Timing changed (issue "
+                "48: the result depended on load): the three methods run interleaved, single-threaded (BLAS and "
+                "Numba at 1 thread), each timed by the process's CPU clock (time.process_time, which does not count "
+                "time the process waits while other processes run), and each method's minimum over the rounds is "
+                "used; wall-clock minima are recorded beside it.",
+          control_basis=_I48 + "The paper's ingredient is the sub-linear nearest-neighbour index; the control is the "
+                "same vMF-exp draw answered by an exhaustive top-1 scan (Numba, one thread). Unchanged except that "
+                "the baseline it is compared with is now the user's B-exp, not Gumbel-max."),
     Claim("vmf_explores",
-          "In the simulated recommender vMF-exp earns at least 0.75x B-exp's mean reward (control: greedy, "
-          "vMF-exp's kappa -> infinity limit, i.e. no exploration)",
-          "reward_ratio_vmf", ">=", 0.75, kind="paper", control="reward_ratio_greedy", source="preregistered",
+          "In the simulated recommender vMF-exp earns B-exp's mean reward within 25% either way, |ratio - 1| <= "
+          "0.25 (two-sided; control: uniform random picks)",
+          "reward_dev_vmf", "<=", 0.25, kind="paper", control="reward_dev_uniform", source="preregistered",
+          tests="proxy",
           basis="vMF-exp 'serves as a scalable alternative to B-exp' for exploration, deployed on a music "
-                "streaming service (abstract); the paper gives no ratio, 0.75 is this chapter's bar. "
-                + _PREREG.format("0.923, 0.951, 0.869, 1.004 (control 0.015, 0.004, 0.004, 0.358)")),
+                "streaming service (abstract); the paper gives no ratio. The chapter's one-sided bar 0.75 (fixed on "
+                "seeds 0-3 before issue 48: ratios 0.923, 0.951, 0.869, 1.004) is made two-sided at issue 48's "
+                "request (a substitute for B-exp should neither under- nor over-earn it): |ratio - 1| <= 0.25.",
+          control_basis=_I48 + "Control changed (issue 48: greedy never gets a first reward, stuck by "
+                "construction): uniform random picks, the arm the recommender already ran (exploration with no "
+                "preference). Greedy is still run and reported. A second control, truncated B-exp, is claim "
+                "vmf_explores_vs_truncated."),
+    Claim("vmf_explores_vs_truncated",
+          "As vmf_explores, |reward ratio to B-exp - 1| <= 0.25, against the cheap alternative: control = B-exp "
+          "truncated to the K = 100 actions nearest to V (a k-NN query as costly as one vMF-exp draw)",
+          "reward_dev_vmf", "<=", 0.25, kind="paper", control="reward_dev_truncated", source="issue 48",
+          tests="proxy",
+          basis="Issue 48 asks for truncated B-exp as a control of vmf_explores with a two-sided test; same metric "
+                "and threshold as vmf_explores (see its basis).",
+          control_basis=_I48 + "Truncated B-exp with K chosen by cost: K = 100 is where a KD-tree k-NN query plus "
+                "the softmax over its K answers costs what one vMF-exp draw costs (measured before registration "
+                "at n=20,000, d=3: 44 us against 47 us CPU per draw; K = 300 costs 79 us, 1,000 costs 253 us). "
+                "It may earn more or less than B-exp; the test is two-sided."),
     Claim("sampler_mean",
           "Wood's sampler is right: the mean cosine matches A_d(kappa) for every (d, kappa) tested (largest |z| over "
           "the threshold: 3 standard errors, Bonferroni-corrected over the cases)",
@@ -501,6 +672,7 @@ CLAIMS = [
           "it is at least 2x that of a uniform catalogue of the same n and d",
           "digits_over_uniform", ">=", 2.0, kind="check"),
 ]
+
 
 # %% ../../nbs/bandits/02_vmf.ipynb #4ed2e959
 CHAPTER = register(Chapter(
