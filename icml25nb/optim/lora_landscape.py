@@ -20,7 +20,7 @@ __all__ = ['LINKS', 'SCALE_CONFIG', 'LABELS', 'CLAIMS', 'CHAPTER', 'SensingProbl
            'effective_rank', 'factor_penalty', 'balanced_factors', 'random_factorisations', 'NuclearSolution', 'svt',
            'solve_nuclear', 'local_reference', 'lora_objective', 'lora_grad', 'init_factors', 'default_lr',
            'train_lora', 'lora_hessian', 'run_diagnostics', 'classify_point', 'is_sosp', 'classify_run', 'is_loud',
-           'experiment', 'plots']
+           'is_undecided', 'experiment', 'plots']
 
 # %% ../../nbs/optim/03_lora_landscape.ipynb #90c34053
 @dataclass(frozen=True, eq=False)
@@ -312,8 +312,9 @@ def default_lr(problem: SensingProblem, A, B, lam: float) -> float:
 
 def train_lora(problem: SensingProblem, r: int = 8, lam: float = 0.1, init: str = "lora", init_scale: float = 1.0,
                steps: int = 8000, lr: float | None = None, seed: int = 0, runs: int | None = None,
-               record_every: int = 50) -> dict:
-    """Plain gradient descent on f(A, B) = L(A B^T) + lam (||A||^2 + ||B||^2) / 2 from `init_factors`.
+               record_every: int = 50, start: tuple | None = None) -> dict:
+    """Plain gradient descent on f(A, B) = L(A B^T) + lam (||A||^2 + ||B||^2) / 2 from `init_factors`, or from
+    `start` = (A, B) (shape (runs, m, r) and (runs, n, r)) to continue earlier runs.
 
     `runs=None` trains one pair of factors; `runs=k` trains k independent initialisations at once (arrays then
     carry a leading axis of length k). Returns the final A, B, X = A B^T, objective and gradient norm, the step,
@@ -325,7 +326,12 @@ def train_lora(problem: SensingProblem, r: int = 8, lam: float = 0.1, init: str 
     record_every = check_int("record_every", record_every, 1)
     k = 1 if runs is None else check_int("runs", runs, 1)
     m, n = problem.shape
-    A, B = init_factors(m, n, r, init, init_scale, k, seed)
+    if start is None:
+        A, B = init_factors(m, n, r, init, init_scale, k, seed)
+    else:
+        A, B = _check_factors(*start, problem)
+        if A.shape != (k, m, r):
+            raise ValueError(f"start must be factors of shape ({k}, {m}, {r}) and ({k}, {n}, {r}), got {A.shape}")
     lr = default_lr(problem, A, B, lam) if lr is None else check_positive("lr", lr)
     M, y, N, link = problem.op_matrix, problem.y, problem.n_meas, problem.link
     hist_t, hist = [], {"obj": [], "norm": [], "imbalance": []}
@@ -447,14 +453,16 @@ SCALE_CONFIG = {
     "fast": dict(m=20, n=20, r_true=2, n_meas=250, lam=0.1, r=8, runs=50, steps=10_000, record_every=50,
                  inits=(("lora", 1.0), ("gaussian", 1.0)), identity_instances=20, identity_factorisations=200,
                  nonconvex=dict(m=12, n=12, r_true=2, n_meas=100, freq=0.3, lam=0.02, r=6, runs=20, steps=6000,
+                                max_steps=60_000,
                                 inits=(("lora", 1.0), ("gaussian", 1.0), ("gaussian", 1.5), ("gaussian", 2.0)),
-                                control="gaussian/2", small_r=1)),
+                                small_r=1)),
     "full": dict(m=20, n=20, r_true=2, n_meas=250, lam=0.1, r=8, runs=50, steps=60_000, record_every=500,
                  inits=(("lora", 1.0), ("gaussian", 1.0), ("gaussian", 3.0), ("gaussian", 10.0)),
                  identity_instances=50, identity_factorisations=1000,
                  nonconvex=dict(m=12, n=12, r_true=2, n_meas=100, freq=0.3, lam=0.02, r=6, runs=50, steps=20_000,
+                                max_steps=200_000,
                                 inits=(("lora", 1.0), ("gaussian", 1.0), ("gaussian", 1.5), ("gaussian", 2.0),
-                                       ("gaussian", 3.0)), control="gaussian/2", small_r=1)),
+                                       ("gaussian", 3.0)), small_r=1)),
 }
 LABELS = ("global", "loud_failure", "quiet_failure", "not_converged")
 
@@ -478,7 +486,8 @@ def _diagnose(out: dict, problem: SensingProblem, lam: float, optimum: NuclearSo
     rows = []
     for A, B in zip(out["A"], out["B"]):
         d = run_diagnostics(A, B, problem, lam, optimum)
-        rows.append(dict(d, label=classify_point(d), sosp=is_sosp(d)))
+        loss = problem.loss(A @ B.T) if d["finite"] else float("inf")
+        rows.append(dict(d, label=classify_point(d), sosp=is_sosp(d), loss=loss))
     return rows
 
 
@@ -489,10 +498,18 @@ def _first_below(gap: np.ndarray, t: np.ndarray, tol: float = 1e-4) -> np.ndarra
 
 
 def is_loud(d: dict) -> bool:
-    """A run that is not global is *loud* if it diverged, or ends at the full LoRA rank r, above the global
-    minimiser's rank, with a larger magnitude than the global minimiser's (||X||_F > ||X*||_F): the two signs
-    (high rank, large magnitude) by which the paper says a failure differs from the global minimum."""
-    return (not d["finite"]) or (d["rank"] == d["r"] > d["rank_star"] and d["norm"] > d["norm_star"])
+    """A run that is not global is *loud* if it ends at the full LoRA rank r, above the global minimiser's rank,
+    with a larger magnitude than the global minimiser's (||X||_F > ||X*||_F): the two signs (high rank, large
+    magnitude) by which the paper says a failure differs from the global minimum. A diverged run is not loud
+    (issue 48): the paper's dichotomy is about the points where training stops, and a diverged run stops nowhere."""
+    return bool(d["finite"] and d["rank"] == d["r"] > d["rank_star"] and d["norm"] > d["norm_star"])
+
+
+def is_undecided(d: dict, gap_tol: float = 1e-4) -> bool:
+    """A run whose objective is already within `gap_tol` of the global minimum's but whose rank is still above the
+    minimiser's: its extra singular values are still decaying (slowly, where the minimum is degenerate along them),
+    so only more steps can tell whether it ends global."""
+    return bool(d["finite"] and d["rel_gap"] < gap_tol and d["rank"] > d["rank_star"])
 
 
 def _loud_fraction(rows: list[dict]) -> float:
@@ -500,21 +517,43 @@ def _loud_fraction(rows: list[dict]) -> float:
     return float(np.mean([is_loud(d) for d in fails])) if fails else float("nan")
 
 
+def _train_until_decided(problem: SensingProblem, r: int, lam_train: float, init: str, scale_: float, nc: dict,
+                         lr: float, seed: int, lam: float, ref: NuclearSolution) -> list[dict]:
+    """`nc["runs"]` runs trained `nc["steps"]` steps with weight decay `lam_train`, then diagnosed on LoRA's
+    objective (weight decay `lam`) against the reference `ref`. Runs that are undecided (`is_undecided`) are
+    continued, `nc["steps"]` more at a time, until decided or `nc["max_steps"]` in all; each row records its steps."""
+    steps, runs = nc["steps"], nc["runs"]
+    o = train_lora(problem, r, lam_train, init, scale_, steps, lr=lr, seed=seed, runs=runs, record_every=steps)
+    rows = [dict(d, steps=steps) for d in _diagnose(o, problem, lam, ref)]
+    A, B = o["A"], o["B"]
+    while True:
+        todo = [i for i, d in enumerate(rows) if is_undecided(d) and d["steps"] < nc["max_steps"]]
+        if not todo:
+            return rows
+        more = min(steps, nc["max_steps"] - rows[todo[0]]["steps"])
+        o = train_lora(problem, r, lam_train, init, scale_, more, lr=lr, runs=len(todo), record_every=more,
+                       start=(A[todo], B[todo]))
+        A[todo], B[todo] = o["A"], o["B"]
+        for i, d in zip(todo, _diagnose(o, problem, lam, ref)):
+            rows[i] = dict(d, steps=rows[i]["steps"] + more)
+
+
 def _nonconvex_part(nc: dict, seed: int) -> dict:
-    "The non-convex (sin-link) sensing problem: a reference minimum, LoRA from each init at one common step."
+    """The non-convex (sin-link) sensing problem: a reference minimum; LoRA from each init at one common step, with
+    weight decay and (the control for loudness) without it; a rank-1 LoRA below the minimiser's rank."""
     lam, r, runs = nc["lam"], nc["r"], nc["runs"]
     problem = make_sensing_problem(nc["m"], nc["n"], nc["r_true"], nc["n_meas"], seed=seed, link="sin",
                                    freq=nc["freq"])
     ref = local_reference(problem, lam)
     lr = default_lr(problem, *init_factors(nc["m"], nc["n"], r, "lora", 1.0, runs, seed), lam)
-    out = dict(reference=dict(obj=ref.obj, rank=ref.rank, norm=ref.norm, iters=ref.iters,
+    out = dict(reference=dict(obj=ref.obj, rank=ref.rank, norm=ref.norm, iters=ref.iters, loss=problem.loss(ref.X),
                               true_norm=float(np.linalg.norm(problem.X_true))), lr=lr, runs={})
-    for init, scale_, rr in [(i, s, r) for i, s in nc["inits"]] + [("lora", 1.0, nc["small_r"])]:
-        o = train_lora(problem, rr, lam, init, scale_, nc["steps"], lr=lr, seed=seed, runs=runs,
-                       record_every=nc["steps"])
-        rows = _diagnose(o, problem, lam, ref)
-        key = f"{init}/{scale_:g}" + ("" if rr == r else f"/r={rr}")
-        out["runs"][key] = dict(init=init, init_scale=scale_, r=rr, rows=rows,
+    groups = ([(i, s, r, lam) for i, s in nc["inits"]] + [(i, s, r, 0.0) for i, s in nc["inits"]]
+              + [("lora", 1.0, nc["small_r"], lam)])
+    for init, scale_, rr, lam_train in groups:
+        rows = _train_until_decided(problem, rr, lam_train, init, scale_, nc, lr, seed, lam, ref)
+        key = f"{init}/{scale_:g}" + ("" if rr == r else f"/r={rr}") + ("" if lam_train > 0 else "/no-wd")
+        out["runs"][key] = dict(init=init, init_scale=scale_, r=rr, lam=lam_train, rows=rows,
                                 counts=dict(Counter(d["label"] for d in rows)),
                                 global_frac=float(np.mean([d["label"] == "global" for d in rows])))
     return out
@@ -523,7 +562,8 @@ def _nonconvex_part(nc: dict, seed: int) -> dict:
 def experiment(scale: str = "fast", seed: int = 0) -> dict:
     """Run the chapter's experiment at `scale` with seed `seed`: (1) convex sensing, certified optimum, LoRA from
     zero and Gaussian initialisation; (2) non-convex (sin-link) sensing, where spurious minima exist, LoRA from zero
-    and Gaussian initialisations of growing scale at one common step, and a rank-1 LoRA below the minimiser's rank."""
+    and Gaussian initialisations of growing scale at one common step, with and without weight decay, and a rank-1
+    LoRA below the minimiser's rank."""
     cfg = SCALE_CONFIG[check_scale(scale)]
     seed = check_seed(seed)
     lam, r = cfg["lam"], cfg["r"]
@@ -548,7 +588,10 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     converged = [d for d in main if d["sosp"] or d["label"] == "global"]
 
     nc = res["nonconvex"] = _nonconvex_part(cfg["nonconvex"], seed)
-    nc_main = [d for run in nc["runs"].values() if run["r"] == cfg["nonconvex"]["r"] for d in run["rows"]]
+    wd_runs = [run for run in nc["runs"].values() if run["r"] == cfg["nonconvex"]["r"] and run["lam"] > 0]
+    nowd_runs = [run for run in nc["runs"].values() if run["lam"] == 0]
+    nc_main = [d for run in wd_runs for d in run["rows"]]
+    nc_nowd = [d for run in nowd_runs for d in run["rows"]]
     nc_fails = [d for d in nc_main if d["label"] != "global"]
     nc_all = [d for run in nc["runs"].values() for d in run["rows"] if d["finite"]]
     small = nc["runs"][f"lora/1/r={cfg['nonconvex']['small_r']}"]
@@ -562,9 +605,18 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         zero_init_norm_max=float(np.max(zero["norm"])), gaussian_init_norm_max=float(np.max(gauss["norm"])),
         nc_zero_global_frac=nc["runs"]["lora/1"]["global_frac"],
         nc_gaussian1_global_frac=nc["runs"]["gaussian/1"]["global_frac"],
-        nc_large_global_frac=nc["runs"][cfg["nonconvex"]["control"]]["global_frac"],
+        nc_large_global_frac=nc["runs"]["gaussian/2"]["global_frac"],
         nc_failures=len(nc_fails), nc_spurious_sosps=sum(d["sosp"] for d in nc_fails),
         nc_loud_frac=_loud_fraction(nc_main), nc_small_rank_loud_frac=_loud_fraction(small["rows"]),
+        nc_nowd_loud_frac=_loud_fraction(nc_nowd),
+        nc_nowd_global_frac=float(np.mean([d["label"] == "global" for d in nc_nowd])),
+        nc_nowd_diverged=sum(not d["finite"] for d in nc_nowd), nc_diverged=sum(not d["finite"] for d in nc_main),
+        nc_nowd_rank_full_frac=float(np.mean([d["rank"] == d["r"] for d in nc_nowd])),
+        nc_nowd_loss_ratio_median=float(np.median([d["loss"] for d in nc_nowd])) / nc["reference"]["loss"],
+        nc_nowd_norm_ratio_median=float(np.median([d["norm"] / d["norm_star"] for d in nc_nowd])),
+        nc_extended=sum(d["steps"] > cfg["nonconvex"]["steps"] for run in nc["runs"].values() for d in run["rows"]),
+        nc_steps_max=max(d["steps"] for run in nc["runs"].values() for d in run["rows"]),
+        nc_undecided_at_cap=sum(is_undecided(d) for run in nc["runs"].values() for d in run["rows"]),
         nc_fail_norm_min=min(fail_norms) if fail_norms else float("nan"),
         nc_small_rank_norm_frac=float(np.mean([d["norm"] > d["norm_star"] for d in small["rows"]])),
         nc_fail_obj_ratio_min=min((d["rel_gap"] for d in nc_fails), default=float("nan")) + 1,
@@ -603,7 +655,7 @@ def plots(result: dict) -> dict:
     fig, ax = plt.subplots(figsize=(8, 4.5))
     rng = np.random.default_rng(0)
     nc = result["nonconvex"]
-    for (name, run), marker in zip(nc["runs"].items(), "osD^vP<>"):
+    for (name, run), marker in zip(nc["runs"].items(), "osD^vP<>hX*"):
         for lab in LABELS:
             pts = [d for d in run["rows"] if d["label"] == lab and np.isfinite(d["norm"])]
             if pts:
@@ -621,32 +673,53 @@ def plots(result: dict) -> dict:
     return figs
 
 # %% ../../nbs/optim/03_lora_landscape.ipynb #6481883f
-_PREREG_GLOBAL = ("preregistered on seeds 0-3 (design fixed on development seeds 100-102): zero init 1.0, 1.0, 1.0, "
-                  "1.0 of 20 runs global; control (Gaussian scale 2) 0.0 on all four; threshold 0.9 (18 of 20)")
-_PREREG_LOUD = ("preregistered on seeds 0-3: loud fraction 1.0, 0.973 (36/37), 0.949 (37/39), 0.974 (38/39) of "
-                "the failures; control (rank 1) 0.0 on all four; threshold 0.9. A first definition (rank r and larger norm, "
-                "without 'above the minimiser's rank') gave the rank-1 control 1.0 on seeds 0-1: its failures have "
-                "rank r = 1 and a larger norm, but a lower rank than the minimiser, so they cannot be told apart by "
-                "rank; the definition was fixed to the paper's 'high rank' (rank r > rank of the minimum) before "
-                "seeds 0-3 were rerun and before seeds 4-15")
-_PREREG_NORM = ("preregistered on seeds 0-3: largest ratio 1.0000000 on all four (1 + 3e-12 at most); control "
-                "(Gaussian scale 1) 1.71, 1.85, 1.73, 1.58; threshold 1.01, i.e. no overshoot beyond 1% "
-                "(the threshold an earlier version of this chapter set after seeds 0-1)")
+_PREREG_GLOBAL = ("threshold 0.9 (18 of 20 runs) preregistered on seeds 0-3 in 55b6031 (design fixed on development "
+                  "seeds 100-102): zero init 1.0 of 20 runs global on all four. Issue 48 changed two things, "
+                  "before this registration: (1) the control. It was Gaussian initialisation at scale 2 (0.0 on "
+                  "every seed), chosen while scale 1 was in the same run (20/20 global on seed 0); the control is now "
+                  "scale 1, the nearest non-zero initialisation, and the claim may not discriminate. (2) 'Run them "
+                  "longer': in the sweep f61528a seeds 5 and 10 failed (0/20) because after 6000 steps the runs were "
+                  "within 2e-5 of the reference objective with a third singular value still above the rank cut, "
+                  "decaying like 1/t. Runs in that state (objective within 1e-4, rank above the minimiser's) are now "
+                  "continued, 6000 steps at a time, until they are decided or 60 000 steps (10x) in all; every group, "
+                  "controls included, follows the same rule. Seeds 5 and 10 informed this change, so they are not "
+                  "independent evidence for it")
+_PREREG_LOUD = ("threshold 0.9 preregistered on seeds 0-3 in 55b6031: loud fraction 1.0, 0.973, 0.949, 0.974 of the "
+                "failures (with the old control, rank-1 LoRA, 0.0 on all four; that control could never be loud: "
+                "its rank r = 1 is below the minimiser's, and the definition 'above the minimiser's rank' was added "
+                "after it scored 1.0 on seeds 0-1). Issue 48, before this registration: the control is the same "
+                "r = 6 runs (four initialisations, same step and steps) trained without weight decay, judged by the "
+                "same rule against LoRA's objective and reference; and diverged runs no longer count as loud "
+                "(the count is recorded, nc_diverged; none on seed 0 at the previous design). Runs are continued as for "
+                "zero_init_reaches_global")
+_CHECK_NORM = ("was a paper claim (threshold 1.01 preregistered on seeds 0-3 in 55b6031, control Gaussian scale 1: "
+               "1.48-2.13 over seeds 0-15); issue 48 made it a check: its value is 1 to within 6e-8 on every seed, "
+               "as the derivation predicts for a path that starts at X = 0 and never overshoots")
 CLAIMS = [
     Claim("zero_init_reaches_global", "Where spurious minima exist (non-convex sin-link sensing), LoRA's zero "
           "initialisation (B = 0) with weight decay reaches the global minimum: fraction of its runs within 1e-4 of "
-          "the reference objective, with its rank (control: both factors Gaussian at scale 2, same step)",
-          "nc_zero_global_frac", ">=", 0.9, kind="paper", control="nc_large_global_frac", source="preregistered",
-          basis=_PREREG_GLOBAL),
+          "the reference objective, with its rank (control: both factors Gaussian at scale 1, same step)",
+          "nc_zero_global_frac", ">=", 0.9, kind="paper", control="nc_gaussian1_global_frac", source="preregistered",
+          basis=_PREREG_GLOBAL, tests="paper",
+          saturated="a fraction of 20 runs, at its upper bound 1.0 when every zero-initialised run reaches the "
+          "global minimum (16/16 seeds in the sweep of registration 1); its control, Gaussian initialisation at "
+          "scale 1, sits at the same bound on every seed, so the claim is not discriminating: that is the finding",
+          control_basis="issue 48: Gaussian initialisation of both factors at scale 1 (entry variance 1/m and 1/n), "
+          "the nearest non-zero start a reader would try and already in the run; the paper contrasts LoRA's zero "
+          "initialisation with non-zero ones but has no experiment here to copy"),
     Claim("failures_are_loud", "Failures are loud: of the non-convex runs with LoRA rank r = 6 that do not reach "
-          "the global minimum (converged or not, every init), the fraction that diverged or end at rank r, above the "
-          "minimiser's rank, with a larger norm than the minimiser's (control: rank-1 LoRA, below its rank)",
-          "nc_loud_frac", ">=", 0.9, kind="paper", control="nc_small_rank_loud_frac", source="preregistered",
-          basis=_PREREG_LOUD),
+          "the global minimum (converged or not, every init), the fraction that end at rank r, above the "
+          "minimiser's rank, with a larger norm than the minimiser's; a diverged run is not loud (control: the same "
+          "runs trained without weight decay)",
+          "nc_loud_frac", ">=", 0.9, kind="paper", control="nc_nowd_loud_frac", source="preregistered",
+          basis=_PREREG_LOUD, tests="proxy",
+          control_basis="issue 48: the same r = 6 runs (same initialisations, step and steps) with weight decay "
+          "removed, the ingredient the paper's dichotomy is about; judged on LoRA's weight-decayed objective and "
+          "reference, by the same rule. 'Loud' is the chapter's weakest reading of the paper's 'high rank, large "
+          "magnitude' (its constants were not available), hence a proxy"),
     Claim("zero_init_small_magnitude", "Zero initialisation keeps the update in the small-magnitude region (convex "
-          "sensing): largest ||X_t||_F / ||X*||_F over runs and recorded steps (control: Gaussian init of both "
-          "factors at scale 1)", "zero_init_norm_max", "<=", 1.01, kind="paper",
-          control="gaussian_init_norm_max", source="preregistered", basis=_PREREG_NORM),
+          "sensing): largest ||X_t||_F / ||X*||_F over runs and recorded steps", "zero_init_norm_max", "<=", 1.01,
+          kind="check", basis=_CHECK_NORM),
     Claim("weight_decay_is_nuclear_norm", "min over A B^T = X of (||A||^2 + ||B||^2)/2 is ||X||_*, attained by the "
           "balanced factorisation from the SVD (largest relative difference over random rank-8 matrices)",
           "identity_err_max", "<=", 1e-8, kind="check"),
