@@ -996,15 +996,21 @@ CLAIMS = [
           "fewer operations than one linear pass of the graph per root clique, on every graph with n = 300 and at most "
           "10 maximal cliques (largest Step-2 work in units of m (|V| + |E|))",
           "work_per_pass_le10_sct", "<=", 0.5, kind="paper", control="work_per_pass_le10_cp",
-          source="preregistered", basis=_UNIT + "; " + _PREREG + "; " + _CONTROL, status="withdrawn", reason=_WITHDRAWN),
+          source="preregistered", basis=_UNIT + "; " + _PREREG + "; " + _CONTROL, tests="proxy",
+          control_basis=_CONTROL + " (fails by construction in this unit: the reason for the withdrawal)", status="withdrawn",
+          reason=_WITHDRAWN),
     Claim("gain_largest_with_few_cliques", "The gain is largest when cliques are few: at n = 300, the transfer's Step-2 "
           "work per linear pass per root grows at least 2x from 3 to 40 host-tree nodes (median over graphs, 40 over 3)",
           "work_growth_with_cliques_sct", ">=", 2.0, kind="paper", control="work_growth_with_cliques_cp",
-          source="preregistered", basis=_UNIT + "; " + _PREREG + "; " + _CONTROL, status="withdrawn", reason=_WITHDRAWN),
+          source="preregistered", basis=_UNIT + "; " + _PREREG + "; " + _CONTROL, tests="proxy",
+          control_basis=_CONTROL + " (fails by construction in this unit: the reason for the withdrawal)", status="withdrawn",
+          reason=_WITHDRAWN),
     Claim("gain_grows_with_graph_size", "At a fixed bound of 10 cliques, the transfer's Step-2 work per linear pass "
           "per root falls at least 2x from n = 50 to n = 400 (median over graphs, n = 50 over n = 400)",
           "work_drop_with_n_sct", ">=", 2.0, kind="paper", control="work_drop_with_n_cp",
-          source="preregistered", basis=_UNIT + "; " + _PREREG + "; " + _CONTROL, status="withdrawn", reason=_WITHDRAWN),
+          source="preregistered", basis=_UNIT + "; " + _PREREG + "; " + _CONTROL, tests="proxy",
+          control_basis=_CONTROL + " (fails by construction in this unit: the reason for the withdrawal)", status="withdrawn",
+          reason=_WITHDRAWN),
     Claim("fewer_total_operations", "Head to head: Clique-Picking needs at least 2x the operations of super-clique "
           "transfer for the whole count (Steps 1-3: clique trees, subproblems of every root, the counting sum), on "
           "every graph with n = 300 and at most 10 maximal cliques (smallest ratio, Clique-Picking over transfer)",
