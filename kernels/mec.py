@@ -6,8 +6,10 @@ The count is the Clique-Picking sum of chapter `causal/mec` (Wienöbst, Bannach 
 subproblems C_G(K_p) of every root clique come from transferring the super cliques of the rooted clique tree from
 root to root (the chapter's `SuperCliques`), and a disconnected graph gives the product over its components.
 
-- `count_amo_ref(n, edges)`: the reference, the chapter's Python `count_amo_super_cliques` (Python ints on int
-  bitmasks, one object per subproblem, with its operation counter).
+- `count_amo_ref(n, edges)`: the reference, plain Python in this module (Python ints on int bitmasks): the same
+  Clique-Picking sum with the subproblems of every root read off the clique tree rerooted there (the chapter's
+  `count_amo_tree_per_root`). The kernel package is a leaf and imports no chapter: the tests check this reference
+  against the chapter's counters, brute force (`kernels/amo`) and `cliquepicking`.
 - `count_amo(n, edges)`: the ``@njit`` kernel. One compiled call does everything: adjacency as int64 bit words
   (``W = ceil(n / 64)`` words per vertex set, so any n), components, maximum cardinality search with bucket bit
   sets (ties to the smallest vertex, as the chapter), the chordality test on the top-level components, the clique
@@ -33,8 +35,8 @@ global memory, for no user of the book (the chapter counts graphs one at a time,
 sequential as well). The tests therefore check the ``@njit`` kernel against the reference, brute force
 (`kernels/amo`) and `cliquepicking`.
 
-`benchmark(size, repeat)` times the chapter's Python super-clique transfer and Clique-Picking (BFS per root), the
-``@njit`` kernel and `cliquepicking` (Rust) on the same random chordal graphs, with identical counts asserted.
+`benchmark(size, repeat)` times the Python reference, the ``@njit`` kernel and `cliquepicking` (Rust) on the same
+random chordal graphs (`random_chordal_edges`, the chapter's generator rebuilt here), with identical counts asserted.
 """
 from __future__ import annotations
 
@@ -45,7 +47,8 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-__all__ = ["count_amo_ref", "count_amo", "count_amo_graph", "count_amo_residues", "primes_for", "benchmark"]
+__all__ = ["count_amo_ref", "count_amo", "count_amo_graph", "count_amo_residues", "primes_for", "random_chordal_edges",
+           "benchmark"]
 
 
 
@@ -63,17 +66,186 @@ def _check_edges(n, edges) -> tuple[int, np.ndarray]:
 
 
 # ----------------------------------------------------------------------------------------------- Python reference
-def count_amo_ref(n, edges, counter=None) -> int:
-    """#AMO of the undirected graph on 0..n-1 with the given edges (either or both directions), by the chapter's
-    Python super-clique transfer (`icml25nb.causal.mec.count_amo_super_cliques`, with its `OpCounter`)."""
-    import networkx as nx
+def _bits(mask: int):
+    "The indices of the set bits of `mask`, in increasing order."
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
 
-    from icml25nb.causal import mec as M
+
+def _components(adj: list[int], V: int) -> list[int]:
+    "Connected components of G[V] as masks."
+    out, rest = [], V
+    while rest:
+        comp = frontier = rest & -rest
+        while frontier:
+            nxt = 0
+            for v in _bits(frontier):
+                nxt |= adj[v] & V
+            frontier = nxt & ~comp
+            comp |= nxt
+        out.append(comp)
+        rest &= ~comp
+    return out
+
+
+def _clique_tree_ref(adj: list[int], V: int) -> tuple[list[int], list[int]]:
+    """Maximal cliques of the chordal graph G[V] in RIP order and the parent of each in the clique tree (-1 for K_0):
+    maximum cardinality search (largest weight, ties to the smallest vertex), the chordality test on its order, and
+    the cliques by Blair & Peyton, as the chapter's `_clique_tree`. Raises ValueError if G[V] is not chordal."""
+    verts = list(_bits(V))
+    weight = {v: 0 for v in verts}
+    buckets, top, numbered = [0] * (len(verts) + 1), 0, 0
+    buckets[0] = V
+    order, madj = [], {}
+    for _ in verts:
+        while not buckets[top]:
+            top -= 1
+        v = (buckets[top] & -buckets[top]).bit_length() - 1
+        buckets[top] ^= 1 << v
+        order.append(v)
+        madj[v] = adj[v] & numbered
+        numbered |= 1 << v
+        for u in _bits(adj[v] & V & ~numbered):
+            w = weight[u]
+            buckets[w] ^= 1 << u
+            buckets[w + 1] |= 1 << u
+            weight[u] = w + 1
+            top = max(top, w + 1)
+    pos = {v: i for i, v in enumerate(order)}
+    for v in order:
+        if madj[v]:
+            last = max(_bits(madj[v]), key=pos.__getitem__)
+            bad = madj[v] & ~(1 << last) & ~madj[last]
+            if bad:
+                raise ValueError(f"the graph is not chordal: {next(_bits(bad))} and {last} are both earlier "
+                                 f"neighbours of {v} in maximum cardinality search but not adjacent")
+    cliques = [madj[v] | (1 << v) for i, v in enumerate(order)
+               if i + 1 == len(order) or madj[order[i + 1]].bit_count() <= madj[v].bit_count()]
+    parent, seen = [-1], cliques[0]
+    for p in range(1, len(cliques)):
+        s = cliques[p] & seen
+        parent.append(next(q for q in range(p) if s & ~cliques[q] == 0))
+        seen |= cliques[p]
+    return cliques, parent
+
+
+def _phi_ref(size: int, chain: list[int]) -> int:
+    "Orderings of a clique of `size` vertices with no prefix equal to a set of the chain (strictly growing sizes)."
+    s = [0] + list(chain)
+    out = [0] * len(s)
+    for i in range(len(s) - 1, -1, -1):
+        out[i] = math.factorial(size - s[i]) - sum(math.factorial(s[j] - s[i]) * out[j] for j in range(i + 1, len(s)))
+    return out[0]
+
+
+def _subproblems_ref(cliques: list[int], nb: list[list[int]], root: int) -> list[int]:
+    """C_G(K_root) from the clique tree rerooted at K_root (the super residuals of Liu, He & Guo's Theorem 5.3, built
+    at this root): for each child v not yet covered, with separator S, the nodes reachable from v through edges
+    whose separators strictly contain S; the subproblem is the union of their cliques minus S."""
+    par, order = {root: -1}, [root]
+    for u in order:
+        for v in nb[u]:
+            if v not in par:
+                par[v] = u
+                order.append(v)
+    covered, out = {root}, []
+    for v in order[1:]:
+        if v in covered:
+            continue
+        S = cliques[v] & cliques[par[v]]
+        flower, stack = [v], [v]
+        while stack:
+            x = stack.pop()
+            for y in nb[x]:
+                s = cliques[x] & cliques[y]
+                if par.get(y) == x and s & S == S and s != S:
+                    flower.append(y)
+                    stack.append(y)
+        covered.update(flower)
+        r = 0
+        for w in flower:
+            r |= cliques[w]
+        out.append(r & ~S)
+    return out
+
+
+def _count_ref(adj: list[int], V: int, memo: dict) -> int:
+    "#AMO of the connected chordal graph G[V]: the Clique-Picking sum over root cliques, memoised on vertex sets."
+    if V & (V - 1) == 0:
+        return 1
+    if V not in memo:
+        cliques, parent = _clique_tree_ref(adj, V)
+        nb = [[] for _ in cliques]
+        for p, q in enumerate(parent):
+            if q >= 0:
+                nb[p].append(q)
+                nb[q].append(p)
+        total = 0
+        for p, K in enumerate(cliques):
+            chain, x = set(), p  # FP(K_p): separators on the RIP tree's path from K_0 to K_p that lie inside K_p
+            while parent[x] >= 0:
+                s = cliques[x] & cliques[parent[x]]
+                if s & ~K == 0:
+                    chain.add(s.bit_count())
+                x = parent[x]
+            prod = _phi_ref(K.bit_count(), sorted(chain))
+            for H in _subproblems_ref(cliques, nb, p):
+                prod *= _count_ref(adj, H, memo)
+            total += prod
+        memo[V] = total
+    return memo[V]
+
+
+def count_amo_ref(n, edges) -> int:
+    """#AMO of the undirected graph on 0..n-1 with the given edges (either or both directions): the plain-Python
+    reference of the kernel, self-contained (Python ints on int bitmasks): the Clique-Picking sum with the
+    subproblems of every root read off the clique tree rerooted there (the chapter's `count_amo_tree_per_root`;
+    the tests check it against the chapter's three counters, brute force and `cliquepicking`)."""
     n, e = _check_edges(n, edges)
-    G = nx.Graph()
-    G.add_nodes_from(range(n))
-    G.add_edges_from(map(tuple, e.tolist()))
-    return M.count_amo_super_cliques(G, counter)
+    adj = [0] * n
+    for u, v in e.tolist():
+        if not (0 <= u < n and 0 <= v < n):
+            raise ValueError(f"edges must join vertices of 0..{n - 1}, got {(u, v)}")
+        if u == v:
+            raise ValueError(f"the graph has a self-loop at vertex {u}")
+        adj[u] |= 1 << v
+        adj[v] |= 1 << u
+    memo, total = {}, 1
+    for comp in _components(adj, (1 << n) - 1):
+        total *= _count_ref(adj, comp, memo)
+    return total
+
+
+def random_chordal_edges(n: int, n_cliques: int, seed: int = 0, max_subtree: int = 3) -> np.ndarray:
+    """The (E, 2) edges of a connected chordal graph on 0..n-1 with at most `n_cliques` maximal cliques, the
+    subtree-intersection model of the chapter's `random_chordal_graph` (the same graph for the same arguments; the
+    tests check it): a random host tree on k = min(n_cliques, n) nodes, every vertex a random subtree of it (sizes
+    uniform in 1..`max_subtree`, the first k - 1 vertices spanning one host edge each), two vertices adjacent iff
+    their subtrees meet, labels shuffled. For the benchmark, which must not import the chapter."""
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(21,)))
+    k = min(int(n_cliques), int(n))
+    parent = [-1] + [int(rng.integers(0, j)) for j in range(1, k)]
+    nbrs = [[] for _ in range(k)]
+    for j in range(1, k):
+        nbrs[j].append(parent[j])
+        nbrs[parent[j]].append(j)
+    at = [[] for _ in range(k)]
+    for v in range(n):
+        start = {parent[v + 1], v + 1} if v < k - 1 else {int(rng.integers(0, k))}
+        size = max(len(start), int(rng.integers(1, max_subtree + 1)))
+        sub = set(start)
+        while len(sub) < size:
+            frontier = sorted({y for x in sub for y in nbrs[x]} - sub)
+            if not frontier:
+                break
+            sub.add(frontier[int(rng.integers(0, len(frontier)))])
+        for x in sub:
+            at[x].append(v)
+    label = rng.permutation(n)
+    edges = {tuple(sorted((int(label[a]), int(label[b])))) for vs in at for i, a in enumerate(vs) for b in vs[i + 1:]}
+    return np.array(sorted(edges), dtype=np.int64).reshape(-1, 2)
 
 
 # -------------------------------------------------------------------------------------------------- primes and CRT
@@ -786,16 +958,15 @@ _BENCH = {"small": [(30, k, 0) for k in (3, 10, 30)],
 
 
 def benchmark(size: str = "default", repeat: int = 3) -> dict:
-    """The chapter's Python super-clique transfer and Clique-Picking (BFS per root), the @njit kernel and
-    `cliquepicking` (Rust, PyPI) on the same random chordal graphs (`random_chordal_graph(n, k, seed)`): 60 vertices
-    with 3-60 host-tree nodes (so 3-30 maximal cliques) at `default`, and n = 150, 300 as well at `full`. Each
-    contender gets its input prepared once: a networkx Graph for the chapter, the list of directed pairs (both
-    directions) for `cliquepicking`, an (E, 2) int64 array for the kernel; the kernel is also timed from
-    `cliquepicking`'s own Python list (conversion included). Per graph, the contenders alternate over `max(repeat,
-    5)` rounds (each timing averages about 1 ms of back-to-back calls) and each keeps its best time; the totals are
-    summed over the graphs. Counts (exact Python ints) are asserted identical for all contenders on every graph."""
-
-    from icml25nb.causal import mec as M
+    """The Python reference, the @njit kernel and `cliquepicking` (Rust, PyPI) on the same random chordal graphs
+    (`random_chordal_edges(n, k, seed)`, the chapter's generator): 60 vertices with 3-60 host-tree nodes (so 3-30
+    maximal cliques) at `default`, and n = 150, 300 as well at `full`. Each contender gets its input prepared once:
+    an (E, 2) int64 array for the kernel and the reference, the list of directed pairs (both directions) for
+    `cliquepicking`; the kernel is also timed from `cliquepicking`'s own Python list (conversion included). Per
+    graph, the contenders alternate over `max(repeat, 5)` rounds (each timing averages about 1 ms of back-to-back
+    calls) and each keeps its best time; the totals are summed over the graphs. Counts (exact Python ints) are
+    asserted identical for all contenders on every graph. The chapter's own Python counters (Clique-Picking by BFS,
+    the transfer) are timed against each other in the chapter, not here: this package imports no chapter."""
     try:
         import cliquepicking
     except ImportError:  # the peer is in the bench extra
@@ -803,14 +974,13 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     rounds = max(repeat, 5)
     graphs = []
     for n, k, j in _BENCH[size]:
-        G = M.random_chordal_graph(n, k, seed=1000 * j + k)
-        e = np.array(G.edges(), dtype=np.int64).reshape(-1, 2)
+        e = random_chordal_edges(n, k, seed=1000 * j + k)
         pairs = [(int(u), int(v)) for u, v in e] + [(int(v), int(u)) for u, v in e]
-        graphs.append((f"n={n} k={k} seed={1000 * j + k}", n, G, e, pairs))
-    names = {"sct": "chapter python, super-clique transfer", "cp_py": "chapter python, Clique-Picking (BFS per root)",
+        graphs.append((f"n={n} k={k} seed={1000 * j + k}", n, None, e, pairs))
+    names = {"ref": "python reference (per-root clique-tree subproblems)",
              "njit": "njit kernel (edge array)", "njit_list": "njit kernel (from cliquepicking's pair list)",
              "rust": "cliquepicking (Rust, pair list)"}
-    fns = {"sct": lambda g: M.count_amo_super_cliques(g[2]), "cp_py": lambda g: M.count_amo_clique_picking(g[2]),
+    fns = {"ref": lambda g: count_amo_ref(g[1], g[3]),
            "njit": lambda g: count_amo(g[1], g[3]), "njit_list": lambda g: count_amo(g[1], g[4])}
     if cliquepicking is not None:
         fns["rust"] = lambda g: cliquepicking.mec_size(g[4])
@@ -822,7 +992,7 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
         equal &= len(set(vals.values())) == 1
         if len(set(vals.values())) != 1:
             raise AssertionError(f"counts differ on {g[0]}: {vals}")
-        digits[g[0]] = len(str(vals["sct"]))
+        digits[g[0]] = len(str(vals["ref"]))
         inner = {}
         for key, fn in fns.items():  # calls per timing: about a millisecond's worth (fast contenders are ~50 us)
             t0 = time.perf_counter()
@@ -840,12 +1010,11 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
         if cliquepicking is not None:
             per_graph[g[0]] = best["njit"] / best["rust"]
     secs = {names[key]: total[key] for key in fns}
-    ratios = {"python super-clique transfer / njit": total["sct"] / total["njit"],
-              "python Clique-Picking / njit": total["cp_py"] / total["njit"]}
+    ratios = {"python reference / njit": total["ref"] / total["njit"]}
     out = {"kernel": "mec", "task": f"exact #AMO (MEC size) of {len(graphs)} random chordal graphs "
            f"({', '.join(sorted({f'n={g[1]}' for g in graphs}))}), summed best-of-{rounds} times; njit kernel and "
-           "cliquepicking single-threaded, chapter code pure Python",
-           "seconds": secs, "reference": names["sct"], "ratios": ratios, "counts identical (all contenders)": equal,
+           "cliquepicking single-threaded, reference pure Python",
+           "seconds": secs, "reference": names["ref"], "ratios": ratios, "counts identical (all contenders)": equal,
            "count digits per graph": digits, "big counts": "exact: residues modulo primes < 2^50 whose product "
            "exceeds n!, CRT, one check prime"}
     if cliquepicking is not None:

@@ -20,15 +20,43 @@ def test_transfer_matches_bfs_on_larger_graphs():
         for p, K in enumerate(tree.cliques):
             want = sorted(M.components_lbfs(g, g.all, K))
             assert sorted(sct[p]) == want == sorted(M.components_flower(tree, p))
-        assert M.count_amo_clique_picking(G) == M.count_amo_super_cliques(G)
+        assert sorted(map(sorted, M._tree_subproblems(tree))) == sorted(map(sorted, sct))
+        assert M.count_amo_clique_picking(G) == M.count_amo_super_cliques(G) == M.count_amo_tree_per_root(G)
 
 
 def test_operation_counts_cover_both_steps():
     G = M.random_chordal_graph(60, 5, seed=1)
-    a, b = M.OpCounter(), M.OpCounter()
-    assert M.count_amo_clique_picking(G, a) == M.count_amo_super_cliques(G, b)
-    assert a.clique_trees == b.clique_trees > 0 and a.subproblems == b.subproblems and a.roots == b.roots
-    assert a.components > b.components > 0
+    a, b, t = M.OpCounter(), M.OpCounter(), M.OpCounter()
+    assert M.count_amo_clique_picking(G, a) == M.count_amo_super_cliques(G, b) == M.count_amo_tree_per_root(G, t)
+    assert a.clique_trees == b.clique_trees == t.clique_trees > 0 and a.subproblems == b.subproblems == t.subproblems
+    assert a.roots == b.roots == t.roots and a.counting == b.counting == t.counting > 0  # Steps 1 and 3 are shared
+    assert a.components > t.components > 0 and a.components > b.components > 0
+    assert a.total == a.clique_trees + a.components + a.counting
+
+
+def test_bucket_mcs_is_the_old_order():
+    "The bucket maximum cardinality search visits vertices in the order of the plain one (largest weight, ties to the "
+    "smallest vertex), so clique trees and operation counts are those of the registered chapter before issue 48."
+    def plain(g, V):
+        verts, weight, numbered, order = list(M._bits(V)), {}, 0, []
+        weight = {v: 0 for v in verts}
+        for _ in verts:
+            v = max((u for u in verts if not (numbered >> u) & 1), key=lambda u: (weight[u], -u))
+            order.append(v)
+            numbered |= 1 << v
+            for u in M._bits(g.adj[v] & V & ~numbered):
+                weight[u] += 1
+        return order
+    for seed in range(6):
+        G = M.random_chordal_graph(50, 2 + 3 * seed, seed=seed)
+        g = M._Graph(G)
+        tree = M._clique_tree(g, g.all)
+        order = plain(g, g.all)
+        ends = [v for i, v in enumerate(order) if i + 1 == len(order)
+                or (g.adj[order[i + 1]] & sum(1 << u for u in order[:i + 1])).bit_count()
+                <= (g.adj[v] & sum(1 << u for u in order[:i])).bit_count()]
+        assert [K.bit_length() - 1 for K in tree.cliques] != [] and len(ends) == tree.m
+        assert all((K >> v) & 1 for K, v in zip(tree.cliques, ends))
 
 
 def test_sampling_a_mixed_cpdag():
