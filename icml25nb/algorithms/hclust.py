@@ -534,7 +534,7 @@ _CB_BASE = ("The paper's comparison: with the oracle versus standard HC approach
             "splitting oracle enables algorithms to outperform standard HC approaches'); here the better of average "
             "linkage and recursive spectral sparsest cut on W, the strongest simple alternatives a reader would try.")
 _CB_DATA = ("The paper's ingredient removed (issue 48's ablation): the same algorithm with the same settings (anchors, "
-            "votes, leaf size; it asks up to 20% more queries, from retries), fed triplet answers computed from the "
+            "votes, leaf size; it asks more queries, up to 1.7x, from its retries), fed triplet answers computed from the "
             "data W instead of the splitting oracle (DataTripletOracle: the pair with the highest cosine similarity of "
             "the rows of (W + I)^k stays together, k = DATA_HOPS = 8, the walk length whose answers agree best with the "
             "optimal tree's on calibration seeds 100-102); it separates what the oracle contributes from what the "
