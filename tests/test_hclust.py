@@ -121,3 +121,22 @@ def test_data_triplet_oracle_runs_the_oracle_algorithms():
         H.DataTripletOracle(np.zeros((2, 2)))
     with pytest.raises(ValueError, match="symmetric"):
         H.DataTripletOracle(np.triu(np.ones((4, 4)), 1))
+
+
+def test_data_triplet_oracle_k_hop_similarity():
+    rng = np.random.default_rng(2)
+    W = (rng.random((8, 8)) < 0.4).astype(float); W = np.triu(W, 1); W = W + W.T
+    A = W + np.eye(8); M = np.linalg.matrix_power(A, 3)
+    nrm = np.sqrt((M * M).sum(1)); sim = (M @ M.T) / np.outer(nrm, nrm)
+    o = H.DataTripletOracle(W, hops=3, seed=0)
+    T = np.array(list(itertools.combinations(range(8), 3)))
+    got = o.query_many(*T.T)
+    # wherever the most similar pair is unique (beyond float noise) the answer is the vertex outside it
+    for t, g in zip(T, got):
+        s = sorted([(sim[t[0], t[1]], t[2]), (sim[t[0], t[2]], t[1]), (sim[t[1], t[2]], t[0])])
+        if s[2][0] - s[1][0] > 1e-9:
+            assert g == s[2][1]
+    with pytest.raises(ValueError, match="hops"):
+        H.DataTripletOracle(W, hops=0)
+    with pytest.raises(ValueError, match="hops"):
+        H.DataTripletOracle(W, "edges", hops=2)

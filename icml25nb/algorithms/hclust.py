@@ -17,10 +17,10 @@ from ..kernels import hclust as HK
 from ..kernels import rng as RK
 
 # %% auto #0
-__all__ = ['SCALE_CONFIG', 'FAMILIES', 'CLAIMS', 'CHAPTER', 'check_weights', 'dasgupta_cost', 'mw_revenue', 'lca_sizes',
-           'level_probabilities', 'weak_top_probabilities', 'expected_weights', 'hsbm', 'optimal_dasgupta_cost',
-           'SplittingOracle', 'DataTripletOracle', 'oracle_hc_dasgupta', 'oracle_hc_mw', 'average_linkage',
-           'spectral_sparsest_cut', 'experiment', 'plots']
+__all__ = ['SCALE_CONFIG', 'FAMILIES', 'DATA_HOPS', 'FRAGILE', 'CLAIMS', 'CHAPTER', 'check_weights', 'dasgupta_cost',
+           'mw_revenue', 'lca_sizes', 'level_probabilities', 'weak_top_probabilities', 'expected_weights', 'hsbm',
+           'optimal_dasgupta_cost', 'SplittingOracle', 'DataTripletOracle', 'oracle_hc_dasgupta', 'oracle_hc_mw',
+           'average_linkage', 'spectral_sparsest_cut', 'experiment', 'plots']
 
 # %% ../../nbs/algorithms/02_hclust.ipynb #1cc3db45
 def check_weights(W) -> np.ndarray:
@@ -224,14 +224,18 @@ class DataTripletOracle(SplittingOracle):
 
     For (u, v, w) the pair with the highest similarity stays together and the third vertex splits away; ties are
     broken by a seeded random order, once (the answers are persistent). `similarity="neighbours"` (default) is the
-    cosine similarity of the rows of W (common neighbours, normalised: it pools n edges per pair); `"edges"` is W
-    itself. The answers come from the same kernel as the splitting oracle's, with dissimilarity ranks in place of
+    cosine similarity of the rows of W (common neighbours, normalised: it pools n edges per pair), or with `hops=k > 1`
+    of the rows of (W + I)^k (walks of up to k steps: it pools far more of the graph); `"edges"` is W itself. The answers come from the same kernel as the splitting oracle's, with dissimilarity ranks in place of
     LCA sizes, so any algorithm that takes a `SplittingOracle` runs on them unchanged."""
 
-    def __init__(self, W, similarity: str = "neighbours", seed: int = 0):
+    def __init__(self, W, similarity: str = "neighbours", seed: int = 0, hops: int = 1):
         W = check_weights(W)
         if similarity not in ("neighbours", "edges"):
             raise ValueError(f"similarity must be 'neighbours' or 'edges', got {similarity!r}")
+        if isinstance(hops, bool) or not isinstance(hops, (int, np.integer)) or not 1 <= hops <= 64:
+            raise ValueError(f"hops must be an integer in [1, 64], got {hops!r}")
+        if hops > 1 and similarity != "neighbours":
+            raise ValueError("hops > 1 is for similarity='neighbours'")
         n = len(W)
         if n < 3:
             raise ValueError("the oracle needs at least 3 vertices")
@@ -239,8 +243,13 @@ class DataTripletOracle(SplittingOracle):
         if similarity == "edges":
             sim = W
         else:
-            norms = np.sqrt((W * W).sum(1))
-            sim = (W @ W) / np.maximum(np.outer(norms, norms), 1e-300)
+            M = W
+            if hops > 1:  # (W + I)^k, scaled by its spectral norm at each step (the cosine ignores the scale)
+                A = W + np.eye(n)
+                A /= np.linalg.norm(A, 2)
+                M = np.linalg.matrix_power(A, int(hops))
+            norms = np.sqrt((M * M).sum(1))
+            sim = (M @ M.T) / np.maximum(np.outer(norms, norms), 1e-300)
         iu = np.triu_indices(n, 1)
         tie = make_rng(check_seed(seed), 4).random(len(iu[0]))
         order = np.lexsort((tie, -sim[iu]))  # most similar first; ties in a seeded random order
@@ -250,7 +259,7 @@ class DataTripletOracle(SplittingOracle):
         S[iu] = rank
         self.S = S + S.T
         self.n, self.p_err, self.persistent, self.seed = n, 0.0, True, check_seed(seed)
-        self.similarity = similarity
+        self.similarity, self.hops = similarity, int(hops)
         self.queries = 0
 
 # %% ../../nbs/algorithms/02_hclust.ipynb #7588c8fb
@@ -381,6 +390,13 @@ SCALE_CONFIG = {
                  query_depths=(7, 8, 9, 10, 11, 12)),
 }
 FAMILIES = ("hier", "weak")
+# The data oracle's walk length: the k in 1..24 whose (W + I)^k cosine answers agree best with the optimal tree's on
+# the calibration instances (seeds 100-102, both families at the fast scale; mean agreement 0.597 at k = 8 against
+# 0.594 at 6, 0.571 at 12 and 0.469 at k = 1), chosen 2026-12-06 after the outside review (issue 48), before seeds 4-15.
+DATA_HOPS = 8
+# The graceful claim's control: the same noisy oracle, the algorithm's robustness removed (one vote per placement,
+# four anchors), as the outside review proposed from a probe on seeds 0-1.
+FRAGILE = dict(anchors=4, votes=1)
 
 
 def _family_q(family: str, depth: int, cfg: dict) -> np.ndarray:
@@ -411,15 +427,18 @@ def _run_family(family: str, cfg: dict, seed: int) -> dict:
         zd = oracle_hc_dasgupta(o, seed=seed)
         qd = o.queries
         zm = oracle_hc_mw(o, seed=seed)
+        zf = oracle_hc_dasgupta(SplittingOracle(Z, p, seed=seed * 10 + 1), seed=seed, **FRAGILE)  # same answers
         out["runs"][p] = dict(dasgupta=ratio(zd, "Q"), mw=ratio(zm, "Q"), dasgupta_on_W=ratio(zd, "W"),
+                              fragile=ratio(zf, "Q"),
                               queries_dasgupta=qd, queries_mw=o.queries - qd,
                               exact=bool(p == 0 and np.array_equal(lca_sizes(zd), lca_sizes(Z))))
-    do = DataTripletOracle(W, "neighbours", seed=seed * 10 + 2)  # the ablation: the same algorithms, data answers
-    zd = oracle_hc_dasgupta(do, seed=seed)
-    qd = do.queries
-    zm = oracle_hc_mw(do, seed=seed)
-    out["data_triplets"] = dict(dasgupta=ratio(zd, "Q"), mw=ratio(zm, "Q"), queries_dasgupta=qd,
-                                queries_mw=do.queries - qd)
+    for key, hops in (("data_triplets", DATA_HOPS), ("data_triplets_1hop", 1)):  # the ablation: data answers
+        do = DataTripletOracle(W, "neighbours", seed=seed * 10 + 2, hops=hops)
+        zd = oracle_hc_dasgupta(do, seed=seed)
+        qd = do.queries
+        zm = oracle_hc_mw(do, seed=seed)
+        out[key] = dict(dasgupta=ratio(zd, "Q"), mw=ratio(zm, "Q"), queries_dasgupta=qd, queries_mw=do.queries - qd,
+                        hops=hops)
     return out
 
 
@@ -458,9 +477,14 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
             worst_p_cost_over_avg_linkage=max(v["dasgupta"][0] for p, v in r["runs"].items() if p <= 0.3)
             / b["average linkage"][0],
             data_cost_over_avg_linkage=r["data_triplets"]["dasgupta"][0] / b["average linkage"][0],
+            data_1hop_cost=r["data_triplets_1hop"]["dasgupta"][0],
+            data_1hop_cost_over_avg_linkage=r["data_triplets_1hop"]["dasgupta"][0] / b["average linkage"][0],
+            fragile_worst_p_cost_over_avg_linkage=max(v["fragile"][0] for p, v in r["runs"].items() if p <= 0.3)
+            / b["average linkage"][0],
         )
     out["exact_at_p0"] = min(out[f]["exact_at_p0"] for f in FAMILIES)
-    for k in ("worst_p_cost_over_avg_linkage", "data_cost_over_avg_linkage"):  # the worse family
+    for k in ("worst_p_cost_over_avg_linkage", "data_cost_over_avg_linkage", "data_1hop_cost_over_avg_linkage",
+              "fragile_worst_p_cost_over_avg_linkage"):  # the worse family
         out[k] = max(out[f][k] for f in FAMILIES)
     return out
 
@@ -510,13 +534,16 @@ _CB_BASE = ("The paper's comparison: with the oracle versus standard HC approach
             "splitting oracle enables algorithms to outperform standard HC approaches'); here the better of average "
             "linkage and recursive spectral sparsest cut on W, the strongest simple alternatives a reader would try.")
 _CB_DATA = ("The paper's ingredient removed (issue 48's ablation): the same algorithm with the same settings (anchors, "
-            "votes, leaf size; it asks up to 20% more queries, from retries), fed "
-            "triplet answers computed from the data W (DataTripletOracle: the pair with the highest cosine "
-            "similarity of W's rows stays together) instead of the splitting oracle; it separates what the oracle "
-            "contributes from what the algorithm does.")
+            "votes, leaf size; it asks more queries, up to 1.7x, from its retries), fed triplet answers computed from the "
+            "data W instead of the splitting oracle (DataTripletOracle: the pair with the highest cosine similarity of "
+            "the rows of (W + I)^k stays together, k = DATA_HOPS = 8, the walk length whose answers agree best with the "
+            "optimal tree's on calibration seeds 100-102); it separates what the oracle contributes from what the "
+            "algorithm does. Registration 2 (after the outside review): registration 1 used k = 1 (cosine of W's "
+            "rows), which on the hierarchical family agrees with the optimal tree on 45% of triplets and gives a "
+            "tree as costly as a random one (2.28x): too weak a data oracle. ")
 _ADDED = ("added 2026-12-06 (issue 48) with the data-triplet ablation as control; the threshold is the one of {} "
-          "(unchanged); seeds 0-3 were run once when the ablation was built, before registration: treatment {}, "
-          "control {}. ")
+          "(unchanged); seeds 0-3 were run once when the ablation was built, before registration 1: treatment {}, "
+          "control with k = 1 (registration 1) {}. ")
 CLAIMS = [
     Claim("dasgupta_hier",
           "Hierarchical HSBM, persistent oracle error p = 0.2: the oracle-driven tree's Dasgupta cost is within "
@@ -582,9 +609,15 @@ CLAIMS = [
     Claim("graceful",
           "Cost degrades gracefully with p: at every p in {0, 0.1, 0.2, 0.3} the oracle tree costs less than "
           "average linkage (worst ratio over p and both families, costs on the population graph), where the same "
-          "algorithm on data triplets does not",
-          "worst_p_cost_over_avg_linkage", "<", 1.0, kind="paper", control="data_cost_over_avg_linkage",
-          source="preregistered", tests="proxy", control_basis=_CB_DATA,
+          "algorithm with one vote per placement (its robustness removed) does not",
+          "worst_p_cost_over_avg_linkage", "<", 1.0, kind="paper", control="fragile_worst_p_cost_over_avg_linkage",
+          source="preregistered", tests="proxy",
+          control_basis="The robustness to an erring oracle removed: the same noisy oracle (same persistent answers), "
+                        "the algorithm with one vote per placement and four anchors (FRAGILE), as the outside review "
+                        "proposed from a probe on seeds 0-1 (1.113, 1.037 on the hierarchical family). Registration "
+                        "2: registration 1's control was the data-triplet ablation (1-hop), which has no p in it and "
+                        "failed on every seed only because the 1-hop data tree is as costly as a random one "
+                        "(16/16 claim, 0/16 control).",
           basis="Restored (issue 48): dropped in 1949b9a although it passed (0.9185 on seed 0 then, on W of one "
                 "instance). The paper's oracle may err ('answers (possibly erroneously)', abstract), and the "
                 "algorithms are meant to beat standard HC with it; 'costs less than average linkage at every error "
