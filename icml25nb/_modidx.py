@@ -537,6 +537,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                      'icml25nb.causal.gim.make_linear_scm': ('causal/gim.html#make_linear_scm', 'icml25nb/causal/gim.py'),
                                      'icml25nb.causal.gim.make_perturbation_family': ( 'causal/gim.html#make_perturbation_family',
                                                                                        'icml25nb/causal/gim.py'),
+                                     'icml25nb.causal.gim.meanshift_scores': ('causal/gim.html#meanshift_scores', 'icml25nb/causal/gim.py'),
                                      'icml25nb.causal.gim.mmd_rbf': ('causal/gim.html#mmd_rbf', 'icml25nb/causal/gim.py'),
                                      'icml25nb.causal.gim.notears_variant': ('causal/gim.html#notears_variant', 'icml25nb/causal/gim.py'),
                                      'icml25nb.causal.gim.order_violations': ('causal/gim.html#order_violations', 'icml25nb/causal/gim.py'),

@@ -19,9 +19,9 @@ from ..core import Chapter, Claim, check_int, check_scale, check_seed, make_rng,
 __all__ = ['SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'topological_order', 'LinearSCM', 'Intervention', 'make_linear_scm', 'sample_scm',
            'interventional_moments', 'hill', 'Context', 'make_perturbation_family', 'GIM', 'acyclicity',
            'context_stats', 'context_loglik', 'shift_statistics', 'shift_sparsity_order', 'order_violations', 'fit_gim',
-           'training_nll', 'predict_targets', 'sample_gim', 'Unstructured', 'fit_unstructured', 'sample_unstructured',
-           'mmd_rbf', 'target_auroc', 'supervised_targets', 'structural_hamming', 'loglik_bruteforce',
-           'notears_variant', 'experiment', 'plots']
+           'training_nll', 'predict_targets', 'meanshift_scores', 'sample_gim', 'Unstructured', 'fit_unstructured',
+           'sample_unstructured', 'mmd_rbf', 'target_auroc', 'supervised_targets', 'structural_hamming',
+           'loglik_bruteforce', 'notears_variant', 'experiment', 'plots']
 
 # %% ../../nbs/causal/01_gim.ipynb #6e575811
 def topological_order(W) -> list:
@@ -350,8 +350,10 @@ def _prune_to_dag(W: np.ndarray, threshold: float) -> np.ndarray:
 
 def fit_gim(data: dict, shared: bool = True, order=None, steps: int = 4000, lr: float = 1e-2,
             lam_targets: float = 0.5, lam_l1: float = 0.01, hidden: int = 64, rho_every: int = 500,
-            threshold: float = 0.3, seed: int = 0, log_every: int = 250) -> tuple:
+            threshold: float = 0.3, seed: int = 0, log_every: int = 250, graph: bool = True) -> tuple:
     """Learn a GIM and its causal model jointly on data['train'] and data['observational'].
+    `graph=False` is the graph-free ablation: W is held at 0 (no edges), so a shift acts on its target only and the
+    intervention model must put the effects on the descendants as targets of their own (`order` is ignored).
 
     Returns (model, history) with history rows (step, negative log-likelihood per sample, h(W))."""
     steps, seed = check_int("steps", steps, 1), check_seed(seed)
@@ -359,7 +361,9 @@ def fit_gim(data: dict, shared: bool = True, order=None, steps: int = 4000, lr: 
     X, rows, G, Xo, stats = _training_tensors(data)
     d = X.shape[2]
     model = GIM(d, G.shape[1], hidden)
-    if order is not None:
+    if not graph:
+        model.mask, order = torch.zeros(d, d), []
+    elif order is not None:
         pos = np.empty(d, int)
         pos[np.asarray(order)] = np.arange(d)
         model.mask = torch.tensor((pos[:, None] < pos[None, :]).astype(np.float32))
@@ -426,6 +430,14 @@ def predict_targets(model: GIM, contexts) -> np.ndarray:
     "Target probabilities pi(gamma) (k, d) for the contexts' features."
     with torch.no_grad():
         return torch.sigmoid(model.intervention(np.stack([c.features for c in contexts]))[0]).numpy()
+
+
+def meanshift_scores(contexts, observational) -> np.ndarray:
+    """The marginal mean-shift ranking (k, d): |mean of each node in the context's samples - its observational mean|
+    in observational standard deviations. It reads the test samples, and ranks a target's descendants with it."""
+    obs = np.asarray(observational, dtype=np.float64)
+    mu, sd = obs.mean(0), obs.std(0)
+    return np.stack([np.abs(np.asarray(c.x, dtype=np.float64).mean(0) - mu) / sd for c in contexts])
 
 
 def sample_gim(model: GIM, features, n: int, seed: int = 0) -> np.ndarray:
@@ -633,10 +645,12 @@ def _experiment(scale: str, seed: int) -> dict:
     order, _ = shift_sparsity_order(data, seed=seed)
     timings["order search"] = time.perf_counter() - t0
     res["order"], res["order_violations"] = order, order_violations(order, scm.W)
-    variants = [("gim", True, order), ("per_sample", False, order)] + [("gim_notears", True, None)] * cfg["notears"]
-    for name, shared, order in variants:
+    variants = [("gim", True, order, True), ("per_sample", False, order, True), ("nograph", True, None, False)] + \
+        [("gim_notears", True, None, True)] * cfg["notears"]
+    for name, shared, order, graph in variants:
         t0 = time.perf_counter()
-        models[name], res[f"history_{name}"] = fit_gim(data, shared=shared, order=order, steps=cfg["steps"], seed=seed)
+        models[name], res[f"history_{name}"] = fit_gim(data, shared=shared, order=order, steps=cfg["steps"], seed=seed,
+                                                       graph=graph)
         timings[name] = time.perf_counter() - t0
     t0 = time.perf_counter()
     base = fit_unstructured(data, steps=cfg["baseline_steps"], seed=seed)
@@ -653,7 +667,7 @@ def _experiment(scale: str, seed: int) -> dict:
         obs = data["observational"]  # the null model: ignore the perturbation, predict the observational distribution
         res[f"mmd_null_{split}"] = float(_evaluate(lambda c, k, s: obs[make_rng(seed, 46, s).choice(
             len(obs), k, replace=k > len(obs))], data[split], n, widths[split]).mean())
-        for name in ("gim", "per_sample", "null"):
+        for name in ("gim", "per_sample", "nograph", "null"):
             res[f"mmd_{name}_over_baseline_{split}"] = res[f"mmd_{name}_{split}"] / res[f"mmd_baseline_{split}"]
         res[f"mmd_ratio_{split}"] = res[f"mmd_gim_over_baseline_{split}"]
     res["truth_ood"] = truth["ood"]
@@ -672,6 +686,14 @@ def _experiment(scale: str, seed: int) -> dict:
     for split in ("partial", "ood"):
         res[f"auroc_blind_{split}"] = target_auroc(np.broadcast_to(base_rate, truth[split].shape), truth[split])
     res["auroc_blind_minus_supervised_ood"] = res["auroc_blind_ood"] - res["auroc_supervised_ood"]
+    # the marginal mean-shift ranking: how far each node's mean in the test context's own samples moved from the
+    # observational mean, in observational standard deviations. It sees the test data (the GIM sees gamma only) and
+    # ranks descendants with the targets: what a reader would try first to find what a perturbation acts on
+    for split in ("partial", "ood"):
+        res[f"pi_meanshift_{split}"] = meanshift_scores(data[split], data["observational"])
+        res[f"auroc_meanshift_{split}"] = target_auroc(res[f"pi_meanshift_{split}"], truth[split])
+    res["auroc_meanshift_minus_supervised_ood"] = res["auroc_meanshift_ood"] - res["auroc_supervised_ood"]
+    res["auroc_meanshift_minus_per_sample_ood"] = res["auroc_meanshift_ood"] - res["auroc_per_sample_ood"]
     res["mmd_gim_over_null_ood"] = res["mmd_gim_ood"] / res["mmd_null_ood"]
     res["mmd_per_sample_over_null_ood"] = res["mmd_per_sample_ood"] / res["mmd_null_ood"]
     errs = []
@@ -688,6 +710,8 @@ def _experiment(scale: str, seed: int) -> dict:
     res["auroc_gap_partial"] = res["auroc_gim_partial"] - res["auroc_per_sample_partial"]
     res["auroc_gap_ood"] = res["auroc_gim_ood"] - res["auroc_per_sample_ood"]
     res["mmd_per_sample_over_gim"] = res["mmd_per_sample_ood"] / res["mmd_gim_ood"]
+    res["mmd_per_sample_over_baseline"] = res["mmd_per_sample_ood"] / res["mmd_baseline_ood"]
+    res["nograph_abs_w_max"] = float(np.abs(res["W_nograph"]).max())
     timings["evaluation"] = time.perf_counter() - t0
     res["timings"] = timings
     return res
@@ -750,38 +774,90 @@ _HISTORY = ("preregistered 2026-12-04 on seeds 0-3 (run single-threaded, as the 
             "-0.101, -0.071, control -0.41, -0.37, -0.45, -0.52; fully OOD MMD^2 over baseline 0.99, 2.00, 1.85, "
             "1.34, control 1.19, 2.14, 3.00, 2.58; partially OOD 0.43, 1.51, 1.02, 1.41, control 10.2, 22.4, 17.3, "
             "21.4; GIM MMD^2 over the null model's 0.83, 0.93, 0.62, 0.52, per-sample 1.56, 1.43, 1.16, 1.50")
+_I48 = "issue 48: registered with `icml25nb register` on seeds 0-3 before seeds 4-15 were run with these controls"
+_PROTOCOL = ("the paper (arXiv 2411.14003v2, abstract; OpenReview FgNYqzjVLg): GIMs 'achieve robust out-of-distribution "
+             "predictions on par with unstructured approaches, while effectively inferring the underlying perturbation "
+             "mechanisms, often better than other causal inference methods'; the split (160 training contexts, 200 "
+             "partially and 80 fully OOD ones) is the paper's as quoted by its reproducibility page; its metrics and "
+             "numbers were not readable here")
+_MEANSHIFT = ("control changed in issue 48 from the descriptor-blind frequency (a constant, the same for every context) to "
+              "the marginal mean-shift ranking: |mean of each node in the test context's own samples - observational "
+              "mean| / observational sd. The strongest simple alternative a reader would try (the paper's causal "
+              "baselines are not implemented here); it reads the test samples, which the GIM never sees, and ranks a "
+              "target's descendants as high as the target")
+_NOGRAPH = ("control changed in issue 48 from the null model (ignores the perturbation: a placebo) to the GIM's graph "
+            "ablation: the same GIM fit with W held at 0 (no edges, shared intervention kept, shifts act on their "
+            "targets only), its MMD^2 over the same baseline's")
 CLAIMS = [
     Claim("targets_of_seen_perturbations", "The GIM infers which mechanisms a perturbation acts on: target AUROC of "
           "pi(gamma) >= 0.85 on the partially OOD contexts (known drugs at unseen doses)", "auroc_gim_partial", ">=",
-          0.85, kind="paper", control="auroc_blind_partial", source="preregistered",
+          0.85, kind="paper", control="auroc_meanshift_partial", source="preregistered", tests="proxy",
           basis="0.85 is the research brief's, proposed for the fully OOD split before any run and moved to this split "
-                "in an earlier session after seeds 0-3; " + _HISTORY + "; " + _BLIND),
+                "in an earlier session after seeds 0-3; " + _HISTORY + "; " + _I48 + "; proxy: the paper reports "
+                "mechanism inference, not this threshold; " + _PROTOCOL,
+          control_basis=_MEANSHIFT),
     Claim("targets_of_new_perturbations", "The GIM infers the mechanisms of new perturbations from their features: "
           "target AUROC >= 0.85 on the fully OOD contexts (20 new drugs)", "auroc_gim_ood", ">=", 0.85, kind="paper",
-          control="auroc_blind_ood", source="preregistered",
-          basis="0.85 is the research brief's, fixed before any run (the issue's first check); " + _HISTORY + "; " + _BLIND),
+          control="auroc_meanshift_ood", source="preregistered", tests="proxy",
+          basis="0.85 is the research brief's, fixed before any run (the issue's first check); " + _HISTORY + "; "
+                + _I48 + "; proxy: the paper reports mechanism inference, not this threshold; " + _PROTOCOL,
+          control_basis=_MEANSHIFT),
     Claim("targets_of_new_perturbations_near_supervised", "For new perturbations the GIM reads the mechanisms off the "
           "features almost as well as a model told the answers: its fully OOD target AUROC is at most 0.15 below that "
           "of a logistic regression trained on the true targets of the 40 training drugs",
           "auroc_gim_minus_supervised_ood", ">=", -0.15, kind="paper", control="auroc_blind_minus_supervised_ood",
-          source="preregistered",
+          source="preregistered", tests="proxy",
           basis="-0.15 fixed in an earlier session after seeds 0-7 (GIM - reference -0.13..+0.03), before seeds 8-15 "
-                "were first run; " + _HISTORY + "; " + _BLIND),
+                "were first run; " + _HISTORY + "; " + _BLIND,
+          control_basis=_BLIND, status="withdrawn",
+          reason="issue 48: its threshold was fixed after seeing seeds 0-7 and it failed on a seed outside 0-15; "
+                 "replaced by the head-to-head targets_of_new_perturbations_vs_supervised (threshold 0)"),
+    Claim("targets_of_new_perturbations_vs_supervised", "Head to head on new perturbations: the GIM's fully OOD target "
+          "AUROC is at least that of a logistic regression trained on the true targets of the 40 training drugs "
+          "(AUROC difference >= 0)", "auroc_gim_minus_supervised_ood", ">=", 0.0, kind="paper",
+          control="auroc_meanshift_minus_supervised_ood", source="issue 48", tests="proxy",
+          basis="issue 48 ('the supervised head to head for targets'); 0 is the head-to-head's own threshold, not fitted; "
+                + _I48 + "; proxy: the reference is supervised (told the answers the GIM has to infer), a yardstick, "
+                "not one of the paper's causal baselines",
+          control_basis="the marginal mean-shift ranking in the GIM's place, against the same reference (" + _MEANSHIFT
+                        + ")"),
     Claim("ood_prediction_on_par", "GIM predictions of new perturbations are on par with the unstructured model: "
           "fully OOD MMD^2 at most 1.25x the unstructured baseline's", "mmd_gim_over_baseline_ood", "<=", 1.25,
-          kind="paper", control="mmd_null_over_baseline_ood", source="preregistered",
+          kind="paper", control="mmd_nograph_over_baseline_ood", source="preregistered", tests="paper",
           basis="1.25 ('on par') is the research brief's, fixed before any run (the issue's second check); " + _HISTORY
-                + "; " + _NULL),
+                + "; " + _I48 + "; " + _PROTOCOL,
+          control_basis=_NOGRAPH),
     Claim("partial_prediction_on_par", "GIM predictions of known perturbations at unseen doses are on par with the "
           "unstructured model: partially OOD MMD^2 at most 1.25x the baseline's", "mmd_gim_over_baseline_partial",
-          "<=", 1.25, kind="paper", control="mmd_null_over_baseline_partial", source="preregistered",
-          basis="the same 1.25 as on the fully OOD split; " + _HISTORY + "; " + _NULL),
+          "<=", 1.25, kind="paper", control="mmd_nograph_over_baseline_partial", source="preregistered", tests="paper",
+          basis="the same 1.25 as on the fully OOD split; " + _HISTORY + "; " + _I48 + "; " + _PROTOCOL,
+          control_basis=_NOGRAPH),
     Claim("shared_intervention_predicts_better", "Sharing one intervention per context matters for prediction: on new "
           "perturbations the GIM predicts better than the null model that ignores the perturbation (MMD^2 below the "
           "null's, ratio <= 1)", "mmd_gim_over_null_ood", "<=", 1.0,
-          kind="paper", control="mmd_per_sample_over_null_ood", source="preregistered",
+          kind="paper", control="mmd_per_sample_over_null_ood", source="preregistered", tests="proxy",
           basis="1 (better than ignoring the perturbation) replaced a placeholder of 0.5 written before any seed had "
-                "run with this metric, which all four of seeds 0-3 failed; " + _HISTORY + "; " + _PER_SAMPLE),
+                "run with this metric, which all four of seeds 0-3 failed; " + _HISTORY + "; unchanged in issue 48",
+          control_basis=_PER_SAMPLE),
+    Claim("shared_intervention_beats_per_sample", "Sharing one intervention per context matters for prediction, head to "
+          "head: on new perturbations the per-sample ablation's MMD^2 is at least the GIM's (ratio >= 1)",
+          "mmd_per_sample_over_gim", ">=", 1.0, kind="paper", control="mmd_per_sample_over_baseline",
+          source="issue 48", tests="proxy",
+          basis="restored in issue 48: the chapter's first claim (commit 0123772, then under the id "
+                "shared_intervention_predicts_better, threshold 1, the head-to-head's own), replaced after seeds 0-3; "
+                + _I48 + "; proxy: sharing the intervention is the paper's construction, the ablation is ours",
+          control_basis="the unstructured baseline (no intervention model at all) in the GIM's place against the same "
+                        "per-sample ablation: if it also beats the ablation, the ratio shows that the per-sample "
+                        "mixture predicts poorly rather than that the GIM's shared intervention is what wins"),
+    Claim("per_sample_recovers_targets_worse", "The issue's AUROC ablation: the per-sample ablation recovers the targets "
+          "of new perturbations worse than the GIM (fully OOD AUROC of the GIM minus the ablation's > 0)",
+          "auroc_gap_ood", ">", 0.0, kind="paper", control="auroc_meanshift_minus_per_sample_ood",
+          source="issue 48", tests="proxy",
+          basis="issue 48 ('the issue's AUROC ablation as a claim'): the chapter issue's third check, reported as "
+                "failing since the first session (AUROCs within +-0.09 either way on seeds 0-7), registered as stated, "
+                "threshold 0 (worse = lower); " + _I48,
+          control_basis="the marginal mean-shift ranking in the GIM's place against the same ablation (" + _MEANSHIFT
+                        + ")"),
     Claim("order_is_a_causal_order", "The first stage returns a valid causal order of the true graph (true edges "
           "pointing backwards in it)", "order_violations", "<=", 0, kind="check",
           basis="the two-stage design's premise: within a wrong order the GIM cannot learn the true graph"),
@@ -793,6 +869,9 @@ CLAIMS = [
           "(largest |mean MMD^2| over the two test splits)", "mmd_floor_abs_max", "<=", 1e-3, kind="check",
           basis="the estimator is unbiased; its noise, averaged over 80-200 contexts of 500 samples, is ~1e-4, while "
                 "the biased (V-statistic) estimate would sit near 2(1 - E k)/n, about 2e-3 here"),
+    Claim("nograph_has_no_edges", "The graph-free ablation (the prediction claims' control) has no edges: largest |W|",
+          "nograph_abs_w_max", "<=", 0.0, kind="check",
+          basis="W is masked to 0 throughout its fit; a nonzero entry would mean the control is not the ablation"),
 ]
 
 # %% ../../nbs/causal/01_gim.ipynb #e11c42f9
