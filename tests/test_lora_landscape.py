@@ -162,7 +162,7 @@ def test_local_reference_matches_the_certified_optimum_on_a_convex_problem():
 
 
 def test_loudness_rule():
-    "Loud: diverged, or rank r above the minimiser's rank with a larger norm; the fraction is over failures only."
+    "Loud: not diverged, at rank r above the minimiser's rank, with a larger norm; the fraction is over failures only."
     base = dict(finite=True, r=6, rank_star=2, norm_star=1.0, label="loud_failure")
     assert LL.is_loud(dict(base, rank=6, norm=1.5))
     assert not LL.is_loud(dict(base, rank=5, norm=3.0))          # not full rank
