@@ -1474,6 +1474,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                          'icml25nb.optim.grokking.ModMLP.forward': ( 'optim/grokking.html#modmlp.forward',
                                                                                      'icml25nb/optim/grokking.py'),
                                          'icml25nb.optim.grokking._deep_gd': ('optim/grokking.html#_deep_gd', 'icml25nb/optim/grokking.py'),
+                                         'icml25nb.optim.grokking._deep_wd_gd': ( 'optim/grokking.html#_deep_wd_gd',
+                                                                                  'icml25nb/optim/grokking.py'),
                                          'icml25nb.optim.grokking.acc_times': ( 'optim/grokking.html#acc_times',
                                                                                 'icml25nb/optim/grokking.py'),
                                          'icml25nb.optim.grokking.band_excess': ( 'optim/grokking.html#band_excess',

@@ -159,6 +159,30 @@ def deep_linear_cs(problem: CSProblem, depth: int = 2, init_scale: float = 1e-3,
     train, test, l2 = _deep_gd(problem.X[None], problem.y[None], problem.a_star[None], depth, init_scale, lr, iters, t)
     return dict(t=t, train=train[0], test=test[0], l2=l2[0], lr=lr)
 
+
+def _deep_wd_gd(X, y, a_star, init_scale: float, wd, lr, iters: int, t: np.ndarray) -> tuple:
+    "Depth 2 (a = u*u - v*v) with weight decay wd/2 |(u, v)|_2^2 on the parameters, batch (B, N, n); traces of MSE, recovery, |a|_2, |(u, v)|_2."
+    B, N, n = X.shape
+    u = np.full((B, n), float(init_scale))
+    v = u.copy()
+    lr = np.broadcast_to(np.asarray(lr, float), (B,))[:, None]
+    wd = np.broadcast_to(np.asarray(wd, float), (B,))[:, None]
+    t_log, out = set(t.tolist()), []
+    na = np.linalg.norm(a_star, axis=1)
+    for it in range(iters + 1):
+        a = u * u - v * v
+        r = np.einsum("bij,bj->bi", X, a) - y
+        if it in t_log:
+            out.append((np.einsum("bi,bi->b", r, r) / N, np.linalg.norm(a - a_star, axis=1) / na,
+                        np.linalg.norm(a, axis=1), np.sqrt((u * u + v * v).sum(1))))
+        if it == iters:
+            break
+        g = np.einsum("bij,bi->bj", X, r)
+        u, v = u - lr * (2 * u * g + wd * u), v - lr * (-2 * v * g + wd * v)
+        if not np.isfinite(u).all():
+            raise FloatingPointError("gradient descent diverged: lower lr")
+    return tuple(np.array([o[k] for o in out]).T for k in range(4))
+
 # %% ../../nbs/optim/02_grokking.ipynb #c517a760
 def modular_data(p: int = 31, frac: float = 0.5, seed: int = 0) -> dict:
     "All pairs (x1, x2) with label (x1 + x2) mod p, split at random into a training fraction `frac` and a test set."
@@ -229,10 +253,12 @@ def acc_times(trace: dict, fit: float = 0.999, generalise: float = 0.9) -> tuple
 # %% ../../nbs/optim/02_grokking.ipynb #8b02b282
 SCALE_CONFIG = {
     "fast": dict(cs_instances=4, betas=(0.0, 1e-3, 2e-3, 4e-3), cs_iters=20_000, law_beta_max=4e-3,
-                 cs_big_betas=(1e-2, 1e-1), mc_instances=4, mc_betas=(0.0, 0.01, 0.02), mc_big_beta=0.1, mc_iters=8000, deep_init=1e-3, deep_iters=20_000,
+                 cs_big_betas=(1e-2, 1e-1), cs_probe_betas=(5e-3, 2e-2), mc_instances=4, mc_betas=(0.0, 0.01, 0.02),
+                 mc_big_beta=0.05, mc_iters=8000, deep_init=1e-3, deep_iters=20_000, wd_init=0.3, wd=2e-3,
                  mlp=None),
     "full": dict(cs_instances=16, betas=(0.0, 5e-4, 1e-3, 2e-3, 4e-3, 8e-3), cs_iters=100_000, law_beta_max=4e-3,
-                 cs_big_betas=(1e-2, 1e-1), mc_instances=8, mc_betas=(0.0, 0.005, 0.01, 0.02, 0.04), mc_big_beta=0.1,
+                 cs_big_betas=(1e-2, 1e-1), cs_probe_betas=(5e-3, 2e-2), mc_instances=8, mc_betas=(0.0, 0.005, 0.01, 0.02, 0.04),
+                 mc_big_beta=0.05, wd_init=0.3, wd=2e-3,
                  mc_iters=20_000, deep_init=1e-3,
                  deep_iters=50_000, mlp=dict(p=31, frac=0.5, steps=30_000, runs=((None, 0.0), ("l2", 1e-2), ("l1", 1e-3)))),
 }
@@ -260,7 +286,8 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     betas = cfg["betas"]
     # the large-penalty controls (10x and 100x the claims' beta1 = 1e-3) run in the same batch, after the law's betas
     big = tuple(cfg["cs_big_betas"])
-    run_b = tuple(betas) + big
+    # reported only: 5x and 20x, to show the grokking ratio against beta1 at two fit tolerances (issue 48 review)
+    run_b = tuple(betas) + big + tuple(cfg["cs_probe_betas"])
     Xb = np.stack([p.X for p in probs for _ in run_b])
     yb = np.stack([p.y for p in probs for _ in run_b])
     ab = np.stack([p.a_star for p in probs for _ in run_b])
@@ -289,7 +316,7 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     beyond = [delay(i, b2) / delay(i, b1_) for i in n_cs for b1_, b2 in pairs if b2 > cfg["law_beta_max"]]
     # matrix completion: every (instance, beta) in one batched run, beta = 0 (no nuclear norm) as long as the others
     mcp = [mc_problem(seed=seed * 100 + i) for i in range(cfg["mc_instances"])]
-    mc_run_b = tuple(cfg["mc_betas"]) + (cfg["mc_big_beta"],)  # the large-penalty control (10x beta = 0.01)
+    mc_run_b = tuple(cfg["mc_betas"]) + (cfg["mc_big_beta"],)  # the large-penalty control (5x beta = 0.01)
     keys = [(i, b) for i in range(cfg["mc_instances"]) for b in mc_run_b]
     mo = nuclear_prox_batch(np.stack([mcp[i][0] for i, _ in keys]), np.stack([mcp[i][1] for i, _ in keys]),
                             [b for _, b in keys], cfg["mc_iters"])
@@ -337,6 +364,31 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         for pen, b in m["runs"]:
             tr = train_modular(data, pen, b, steps=m["steps"], seed=seed)
             mlp[pen or "none"] = dict(trace=tr, beta=b, times=acc_times(tr))
+    # depth 2 with weight decay on (u, v) from init wd_init (corrected l2 claim, issue 48 review), and the same run
+    # with no weight decay; fit tolerance 1e-4 as for ISTA
+    B2 = len(probs)
+    wlr = IK.stable_lr(Xs) / 4 / max(1.0, 8 * cfg["wd_init"] ** 2)
+    w_train, w_test, w_la, w_lt = _deep_wd_gd(np.concatenate([Xs, Xs]), np.concatenate([ys, ys]),
+                                              np.concatenate([As, As]), cfg["wd_init"],
+                                              np.repeat([cfg["wd"], 0.0], B2), np.concatenate([wlr, wlr]),
+                                              cfg["deep_iters"], dt)
+    def norm_moves(k):
+        "min(|a(t_gen)| / |a(t_fit)|, |theta(t_fit)| / |theta(t_gen)|) of run k; 0 if it never fits or generalises."
+        tf, tg = grok_times(dict(t=dt, train=w_train[k], test=w_test[k]))
+        if tf is None or tg is None:
+            return 0.0, (tf, tg), np.nan, np.nan
+        jf, jg = (int(np.searchsorted(dt, x)) for x in (tf, tg))
+        ga, gt = w_la[k, jg] / w_la[k, jf], w_lt[k, jf] / w_lt[k, jg]
+        return float(min(ga, gt)), (tf, tg), float(ga), float(gt)
+    wd_runs = [norm_moves(k) for k in range(2 * B2)]
+    # the no-decay run's norms over the weight-decay run's window (reported: it has no t_gen of its own)
+    def window(k):
+        tf, tg = wd_runs[k - B2][1]
+        if tf is None or tg is None:
+            return np.nan, np.nan
+        jf, jg = (int(np.searchsorted(dt, x)) for x in (tf, tg))
+        return float(w_la[k, jg] / w_la[k, jf]), float(w_lt[k, jf] / w_lt[k, jg])
+    tol_ratio = lambda b, tol: float(min(grok_ratio(grok_times(cs[(i, b)]["trace"], tol, 0.1)) for i in n_cs))
     shallow_final = [cs[(i, 0.0)]["trace"]["test"][-1] for i in n_cs]
     big_ratio = lambda b: [grok_ratio(cs[(i, b)]["times"]) for i in n_cs]
     mc_big_ratio = [grok_ratio(mc[(i, cfg["mc_big_beta"])]["times"]) for i in range(cfg["mc_instances"])]
@@ -344,6 +396,8 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         scale=scale, seed=seed, config=cfg, mlp=mlp,
         cs={f"{i}/{b:g}": v for (i, b), v in cs.items()}, mc={f"{i}/{b:g}": v for (i, b), v in mc.items()},
         deep=deep,
+        wd_deep=[dict(times=r[1], a_growth=r[2], theta_shrink=r[3], final_test=float(w_test[k, -1]),
+                      final_train=float(w_train[k, -1])) for k, r in enumerate(wd_runs)],
         # paper claims and their controls (the same metric with a 10x penalty: it generalises with no delay)
         cs_grok_ratio_min=float(min(grok_ratio(cs[(i, pos[0])]["times"]) for i in n_cs)),
         cs_grok_ratio_min_big=float(min(big_ratio(big[0]))),
@@ -352,6 +406,8 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         deep_grok_ratio_max=float(max(grok_ratio(d["times"]) for d in deep)),
         cs_grok_ratio_max_big=float(max(big_ratio(big[0]))),
         l1_l2_growth_min=growth_min(l2_growth), l1_l2_growth_min_big=growth_min(l2_growth_big),
+        wd_norms_opposite_min=float(min(r[0] for r in wd_runs[:B2])),
+        nowd_norms_opposite_min=float(min(r[0] for r in wd_runs[B2:])),
         # checks
         delay_band_excess=band_excess(doubling), deep_recovered_frac=float(np.mean(d_test[:, -1] <= 0.1)),
         cs_beta0_final_test_min=float(min(shallow_final)),
@@ -370,6 +426,23 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         cs_big100_final_test_min=float(min(cs[(i, big[-1])]["trace"]["test"][-1] for i in n_cs)),
         cs_big_final_test_max=float(max(cs[(i, big[0])]["trace"]["test"][-1] for i in n_cs)),
         l1_l2_growth_big=[float(x) for x in l2_growth_big],
+        # reported (issue 48 review): the controls' ratios at beta-independent fit tolerances (MSE 1e-3, observed
+        # error 3e-2), the ratio against beta1 at both tolerances, and the bias floors the penalties leave
+        cs_grok_ratio_min_tol1e3=tol_ratio(pos[0], 1e-3), cs_grok_ratio_min_big_tol1e3=tol_ratio(big[0], 1e-3),
+        cs_ratio_vs_beta={f"{b:g}": [tol_ratio(b, 1e-4), tol_ratio(b, 1e-3)]
+                          for b in sorted(set(pos) | set(big) | set(cfg["cs_probe_betas"]))},
+        cs_final_train_by_beta={f"{b:g}": [float(min(cs[(i, b)]["trace"]["train"][-1] for i in n_cs)),
+                                           float(max(cs[(i, b)]["trace"]["train"][-1] for i in n_cs))]
+                                for b in sorted(set(pos) | set(big) | set(cfg["cs_probe_betas"]))},
+        mc_grok_ratio_min_tol3e2=float(min(grok_ratio(grok_times(mc[(i, mpos[0])]["trace"], 3e-2, 0.1))
+                                           for i in range(cfg["mc_instances"]))),
+        mc_grok_ratio_min_big_tol3e2=float(min(grok_ratio(grok_times(mc[(i, cfg["mc_big_beta"])]["trace"], 3e-2, 0.1))
+                                               for i in range(cfg["mc_instances"]))),
+        mc_big_final_train=[float(f(mc[(i, cfg["mc_big_beta"])]["trace"]["train"][-1] for i in range(cfg["mc_instances"])))
+                            for f in (min, max)],
+        nowd_window_a_growth=[window(k)[0] for k in range(B2, 2 * B2)],
+        nowd_window_theta_shrink=[window(k)[1] for k in range(B2, 2 * B2)],
+        nowd_final_test_min=float(w_test[B2:, -1].min()),
         delay_doubling=[float(x) for x in doubling], fit_doubling=[float(x) for x in fit_doubling],
         delay_doubling_beyond=[float(x) for x in beyond],
         l1_l2_growth=[float(x) for x in l2_growth], l1_l2_growth_predicted=[float(x) for x in l2_pred],
@@ -447,12 +520,21 @@ _BIG = ("control changed in issue 48 (it was beta = 0, which provably never gene
         "on the minimum-norm solution; that is now the check {check}). The issue asked for about 100x the penalty; at "
         "100x the penalty's shrinkage bias (soft-thresholding of entries or of singular values) keeps the training "
         "error above the chapter's fit tolerance on every instance of seeds 0-3 ({hundred}), so the ratio would be 0 "
-        "and the control would again fail by construction. The factor 10 was fixed on seeds 0-3 before registration "
-        "(probe of 10x, 20x, 50x, 100x for compressed sensing, 10x and 100x for completion): the largest tried at "
-        "which the runs fit and generalise, with no delay ({ten}). ")
+        "and the control would again fail by construction. The factor was fixed on seeds 0-3 before registration by "
+        "the rule 'the largest factor tried at which every run fits' ({ten}). What the control measures (corrected "
+        "after the outside review of registration 1, issue 48): it does NOT fit and generalise with no delay. The "
+        "penalty leaves a bias floor on the training error (lasso residual beta1 X_S (X_S^T X_S)^-1 sign(a*), or the "
+        "singular-value shrinkage) just under the fit tolerance, so the run is declared fitted only when the iterate "
+        "settles on the penalised solution, which is also when it generalises ({floor}). A ratio near 1 is the floor "
+        "meeting the tolerance, not an absent delay: at a beta-independent fit tolerance the control groks too, "
+        "reported as {tolm}. ")
 _CS100 = "CS beta1 = 0.1: final training MSE 2.0e-3 to 5.5e-3 > 1e-4, recovery error 0.17 to 0.83"
-_CS10 = ("CS beta1 = 1e-2: every instance fits and generalises, ratio 0.92 to 1.94, smallest per seed 1.0, 1.0, "
-         "0.92, 1.18")
+_CS10 = ("probe of 10x, 20x, 50x, 100x for compressed sensing: 20x misses the fit on most instances; CS beta1 = 1e-2: "
+         "every instance fits and generalises, ratio 0.92 to 1.94, smallest per seed 1.0, 1.0, 0.92, 1.18")
+_CSFLOOR = ("beta1 = 1e-2: final training MSE 2.9e-5 to 6.0e-5 against the tolerance 1e-4 (beta1 = 1e-3: about 3e-7); "
+            "t_fit at tolerance 1e-4 is 124-472 = t_gen, at tolerance 1e-3 it is 3-12, and the smallest ratio per seed "
+            "is 15.5 and 13.8 on seeds 0-1 (reviewer's runs, 8 instances), i.e. the 10x run groks about 10x sooner in "
+            "absolute steps, the 1/beta law; l1_groks discriminates only through the tolerance")
 CLAIMS = [
     Claim("l1_groks",
           "Sparse recovery with a small l1 penalty (ISTA, beta1=1e-3) groks: the recovery error falls below 0.1 at least "
@@ -461,7 +543,8 @@ CLAIMS = [
           "cs_grok_ratio_min", ">=", 10.0, kind="paper", control="cs_grok_ratio_min_big", source="preregistered",
           tests="paper",
           basis=_PREREG.format(vals="smallest t_gen/t_fit 78.7, 78.7, 73.8, 51.1", thr=_TEN),
-          control_basis=_BIG.format(check="beta0_never_recovers", hundred=_CS100, ten=_CS10) +
+          control_basis=_BIG.format(check="beta0_never_recovers", hundred=_CS100, ten=_CS10, floor=_CSFLOOR,
+                                    tolm="cs_grok_ratio_min_big_tol1e3 (fit MSE <= 1e-3) and cs_ratio_vs_beta") +
                         "Control: the same instances and metric with beta1 = 1e-2, same batch and step."),
     Claim("delay_1_over_beta",
           "Check: the delay t_gen - t_fit scales like 1/beta1: doubling beta1 (1e-3 -> 2e-3 -> 4e-3) multiplies it by a "
@@ -481,9 +564,19 @@ CLAIMS = [
           control_basis=_BIG.format(
               check="mc_beta0_never_completes",
               hundred="matrix completion beta = 1.0: observed error 0.069 to 0.112 > 1e-2, unobserved 0.097 to 0.198",
-              ten="beta = 0.1: ratios 0.8 to 1.2 on 14 of 16 instances; 2 instances end with observed error 0.0103 "
-                  "and 0.0122, just above 1e-2, and score 0; smallest per seed 0.9, 0, 1.0, 0") +
-              "Control: the same instances and metric with beta = 0.1, same batch and iterations."),
+              ten="registration 1 used 10x (beta = 0.1), probing only 10x and 100x, although at 10x 2 of 16 instances "
+                  "on seeds 0-3 already missed the fit (observed error 0.0103 and 0.0122) and scored 0; in the sweep "
+                  "1727359 that control was 0 (never fits) on 11 of 16 seeds. Control changed in registration 2 "
+                  "(issue 48 review): the rule applied on seeds 0-3 trying 2x, 5x, 10x, 100x: at 2x (0.02) and 5x "
+                  "(0.05) every instance fits (observed error <= 1e-2 at step 1 on 13 of 16 instances at 5x, at steps 16, "
+                  "102 and 176 on the other three; final observed error 0.0035-0.0062), at 10x 2 of 16 do not, so the "
+                  "factor is 5x. On those seeds the 5x run groks itself on most instances (t_gen 278-905; smallest "
+                  "ratio per seed 365, 8.9, 333, 2.5, i.e. the control passes '>= 10' on 2 of 4 seeds), so this claim "
+                  "is expected to discriminate on some seeds only; accepted as the rule's outcome",
+              floor="beta = 0.1: final observed error 0.0070-0.0103 against the tolerance 1e-2, t_fit 161-278 or "
+                    "never against t_gen 176-438",
+              tolm="mc_grok_ratio_min_big_tol3e2 (observed error <= 3e-2)") +
+              "Control: the same instances and metric with beta = 0.05 (5x), same batch and iterations."),
     Claim("depth_generalises_without_penalty",
           "Check: depth 2 (a = u*u - v*v, small init) with no penalty recovers a_star (final recovery error <= 0.1) on "
           "at least 3 of 4 instances (fraction recovered)",
@@ -500,7 +593,8 @@ CLAIMS = [
           basis=_PREREG.format(vals="largest t_gen/t_fit 2.72, 1.82, 1.60, 1.31, i.e. failing", thr=_TEN + " (the same as l1_groks)"),
           control_basis=_BIG.format(check="beta0_never_recovers (depth 1 at this step is the beta1 = 0 run)",
                                     hundred=_CS100, ten=_CS10.replace("smallest", "largest").replace(
-                                        "1.0, 1.0, 0.92, 1.18", "1.94, 1.19, 1.18, 1.39")) +
+                                        "1.0, 1.0, 0.92, 1.18", "1.94, 1.19, 1.18, 1.39"), floor=_CSFLOOR,
+                                    tolm="cs_grok_ratio_min_big_tol1e3 (fit MSE <= 1e-3)") +
                         "Depth 2 from a small init is implicitly biased towards the minimum-l1 interpolant; the "
                         "control is that bias made explicit and strong: ISTA with beta1 = 1e-2 on the same instances, "
                         "same metric (largest over instances)."),
@@ -523,12 +617,22 @@ CLAIMS = [
           basis="restored in issue 48 from b83a63d (statement and threshold as there, plus the chapter's rule that a run that never fits or generalises scores 0; db312e7 had turned it into the "
                 "check l2_growth_is_min_norm_gap). '> 1' is 'grows', the paper's qualitative statement (abstract: the "
                 "l2 norm can grow while the model generalises). The derivation above says the growth is the "
-                "min-norm gap |a*| / |X^+ y| >= 1, so in this linear problem it follows from the geometry",
-          control_basis="the same metric with beta1 = 1e-2 (10x, the control of l1_groks, same batch): it fits and "
-                        "generalises with no delay, so there is no slow l1 phase between t_fit and t_gen for the norm "
-                        "to grow in; where t_gen <= t_fit the ratio is <= 1 by construction of the window, which is "
-                        "the point: the growth belongs to the delayed phase. No weight-decay control: with l2 alone "
-                        "compressed sensing never generalises (the ridge path stays near X^+ y)"),
+                "min-norm gap |a*| / |X^+ y| >= 1, so in this linear problem it follows from the geometry. "
+                "Disclosed in registration 2 (issue 48 review): its outcome on seeds 4-15 was known before "
+                "registration 1, since the check l2_growth_is_min_norm_gap in sweep 0880338 had deviations 0.008-0.10 "
+                "from the gap on all 16 seeds, and ratio > 1 follows. Not discriminating in substance: the treatment "
+                "passes by construction whenever an l1 run groks; the control is 1.0 where t_fit and t_gen fall on "
+                "the same logged step and 0 where an instance never fits, and at fit tolerance 1e-3 the 10x run's "
+                "norm grows 1.49-2.79x too (reviewer, seeds 0-1). It is l1_groks measured again: kept (never "
+                "deleted), not counted as an independent reproduction; the corrected claim is wd_l2_norms_disagree",
+          control_basis="the same metric with beta1 = 1e-2 (10x, the control of l1_groks, same batch). Corrected in "
+                        "registration 2 (issue 48 review): registration 1 said this run fits and generalises with no "
+                        "delay; it does not: its training MSE floors just under the 1e-4 tolerance (2.9e-5 to "
+                        "6.0e-5), so t_fit and t_gen fall on the same logged step and the ratio is exactly 1 by "
+                        "construction of the window (0 where an instance never fits); at fit tolerance 1e-3 its norm "
+                        "grows 1.49-2.79x (seeds 0-1), like the treatment's. The control therefore fails through the "
+                        "tolerance, not through an absent l1 phase. No weight-decay control: with l2 alone compressed "
+                        "sensing never generalises (the ridge path stays near X^+ y); see wd_l2_norms_disagree"),
     Claim("beta0_never_recovers",
           "Check: without the l1 penalty (beta1 = 0, equivalently depth 1) the recovery error stays at least 0.5 on every "
           "instance (smallest final recovery error)",
@@ -543,6 +647,34 @@ CLAIMS = [
           basis="added in issue 48 (beta = 0 was the control of nuclear_groks): the gradient of the observed-entry loss "
                 "is zero on unobserved entries, so from W = 0 they stay 0 and the relative error is exactly 1; 0.99 "
                 "leaves room for rounding only"),
+    Claim("wd_l2_norms_disagree",
+          "Corrected l2 claim (issue 48 review): with weight decay 2e-3 on the parameters (u, v) of a depth-2 model "
+          "a = u*u - v*v from u = v = 0.3 (an l1 penalty 1e-3 on a in disguise), the model groks while its two l2 "
+          "norms move apart between t_fit and t_generalise: the parameters' |(u, v)|_2 falls and the predictor's "
+          "|a|_2 rises (smallest over instances of min(|a(t_gen)| / |a(t_fit)|, |theta(t_fit)| / |theta(t_gen)|); "
+          "0 if a run never fits or never generalises)",
+          "wd_norms_opposite_min", ">", 1.0, kind="paper", control="nowd_norms_opposite_min", source="paper",
+          tests="proxy",
+          basis="added in registration 2 after the results of registration 1 (issue 48 review: "
+                "l2_grows_while_generalising cannot discriminate). What was known when it was added: sweep 1727359 "
+                "(ISTA only; this model was never run there) and a probe on seeds 0-3 only (init 0.1, 0.3, 0.5; decay "
+                "0 and 2e-3; 20000 steps): at init 0.3 every instance groks (t_fit 22-53, t_gen 3552-11751) with "
+                "smallest value per seed 1.32, 1.37, 1.44, 1.42; at init 0.1 it grokked with smaller margins "
+                "(smallest 1.07), at 0.5 one instance did not generalise within 20000 steps; 0.3 was chosen as the "
+                "middle init at which every run generalised. Seeds 4-15 were not run. '> 1' is the paper's "
+                "qualitative statement (the l2 norm can grow while the model generalises), here for the predictor "
+                "while the penalised parameter norm falls. It can fail: an instance that does not generalise within "
+                "the steps scores 0, and the direction of |theta| depends on the init (from a small init |theta|^2 "
+                "must grow towards |a*|_1); the balanced-iterate argument (|theta|^2 >= |a|_1, a* the min-l1 "
+                "interpolant) predicts the sign only where u*v is small. tests='proxy': a linear stand-in for the "
+                "paper's networks trained with weight decay",
+          control_basis="the ingredient removed: the same depth-2 model, init 0.3, instances and steps with no weight "
+                        "decay. On seeds 0-3 it fits and never reaches recovery error 0.1 (final 0.52-0.86: at init "
+                        "0.3 the implicit bias of depth 2 lies between l1 and l2), so it scores 0 by not "
+                        "generalising: measured at this init, not a theorem (at init 0.1 one instance reached 0.16), "
+                        "but it means the control tests whether the decay makes the model generalise, not the "
+                        "direction of the norms. The no-decay run's norms over the decay run's window are reported "
+                        "(nowd_window_a_growth, nowd_window_theta_shrink)"),
 ]
 
 # %% ../../nbs/optim/02_grokking.ipynb #cb168d33
