@@ -18,12 +18,13 @@ from ..core import (Chapter, Claim, check_finite, check_positive, check_scale, c
 from ..kernels import mnl as MK
 
 # %% auto #0
-__all__ = ['AGENTS', 'BETA_GRID', 'TUNED_SCALES', 'SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'mnl_probs', 'top_k', 'assortment_revenue',
-           'optimal_assortment', 'assortment_lp', 'best_assortment_bruteforce', 'check_assortment', 'MNLEnv',
-           'round_grad_hess', 'ChoiceHistory', 'project_ball', 'omd_step', 'MNLAgent', 'ofu_pp_constants', 'beta_pp',
-           'ofu_plus_constants', 'beta_plus', 'OFUMNLpp', 'OFUMNLplus', 'OFUMNLppBetaPlus', 'fit_mle', 'ucb_mnl_alpha',
-           'UCBMNL', 'TSMNL', 'beta_m2nl', 'OFUM2NL', 'reward_variance', 'run_bandit', 'interleaved_round_time',
-           'run_lockstep', 'tune_beta_scale', 'experiment', 'plots']
+__all__ = ['AGENTS', 'BETA_GRID', 'TUNED_SCALES', 'BASE_GRID', 'BASE_TUNED_SCALES', 'SCALE_CONFIG', 'CLAIMS', 'CHAPTER',
+           'mnl_probs', 'top_k', 'assortment_revenue', 'optimal_assortment', 'assortment_lp',
+           'best_assortment_bruteforce', 'check_assortment', 'MNLEnv', 'round_grad_hess', 'ChoiceHistory',
+           'project_ball', 'omd_step', 'MNLAgent', 'ofu_pp_constants', 'beta_pp', 'ofu_plus_constants', 'beta_plus',
+           'OFUMNLpp', 'OFUMNLplus', 'OFUMNLppBetaPlus', 'OFUMNLppBetaPlusOwn', 'fit_mle', 'ucb_mnl_alpha', 'UCBMNL',
+           'TSMNL', 'beta_m2nl', 'OFUM2NL', 'reward_variance', 'run_bandit', 'interleaved_round_time', 'run_lockstep',
+           'tune_beta_scale', 'tune_baselines', 'experiment', 'plots']
 
 # %% ../../nbs/bandits/01_mnl.ipynb #f7fa81e2
 def mnl_probs(utilities) -> np.ndarray:
@@ -333,10 +334,11 @@ def ofu_plus_constants(d: int, K: int, B: float) -> dict:
     eta = B + 1 + math.log(K + 1) / 2
     return dict(eta=eta, lam=84 * math.sqrt(2) * eta * d)
 
-def beta_plus(t: int, d: int, K: int, B: float = 1.0) -> float:
-    "OFU-MNL+'s radius beta_t (Lee & Oh 2024) as its public code computes it (4 lam B^2 there written 4 lam, B = 1)."
+def beta_plus(t: int, d: int, K: int, B: float = 1.0, eta: float | None = None, lam: float | None = None) -> float:
+    """OFU-MNL+'s radius beta_t (Lee & Oh 2024) as its public code computes it (4 lam B^2 there written 4 lam, B = 1),
+    at OFU-MNL+'s eta^+ and lambda^+ unless `eta`, `lam` are given (the same formula at other constants)."""
     c = ofu_plus_constants(d, K, B)
-    eta, lam = c["eta"], c["lam"]
+    eta, lam = (c["eta"] if eta is None else eta), (c["lam"] if lam is None else lam)
     L = math.log(2 * math.sqrt(1 + 2 * t))
     return math.sqrt(2 * eta * ((3 * math.log(1 + (K + 1) * t) + 3) * (17 / 16 * lam + 2 * math.sqrt(lam) * L + 16 * L * L)
                                 + 2 + math.sqrt(6) * 7 / 6 * eta * d * math.log(1 + (t + 1) / (2 * lam))) + 4 * lam * B * B)
@@ -410,8 +412,16 @@ class OFUMNLppBetaPlus(OFUMNLpp):
     name = "OFU-MNL++ (beta+)"
 
     def beta(self, t: int | None = None) -> float:
-        "OFU-MNL+'s radius beta_t^+ (times beta_scale), used with OFU-MNL++'s eta and lam."
+        "OFU-MNL+'s radius beta_t^+ at eta^+, lambda^+ (times beta_scale), used with OFU-MNL++'s eta and lam."
         return self.beta_scale * beta_plus(self.t if t is None else t, self.d, self.K, self.B)
+
+class OFUMNLppBetaPlusOwn(OFUMNLpp):
+    "The ablation's variant: OFU-MNL++ with beta_t^+'s formula evaluated at OFU-MNL++'s own eta and lam (reported only)."
+    name = "OFU-MNL++ (beta+ at own eta, lam)"
+
+    def beta(self, t: int | None = None) -> float:
+        "beta_t^+'s formula at this agent's eta and lam (times beta_scale)."
+        return self.beta_scale * beta_plus(self.t if t is None else t, self.d, self.K, self.B, self.eta, self.lam)
 
 # %% ../../nbs/bandits/01_mnl.ipynb #36bba338
 def fit_mle(history: ChoiceHistory, lam: float, theta0: np.ndarray, B: float = np.inf, tol: float = 1e-9,
@@ -597,7 +607,7 @@ def run_lockstep(envs: list, T: int, eta: float | None = None, lam: float | None
     eta_v, B_v = np.array([a.eta for a in agents]), np.array([e.B for e in envs])
     X, XS = np.empty((R, N, d)), np.zeros((R, Kmax, d))
     n_off, choice, beta = np.zeros(R, np.int64), np.zeros(R, np.int64), np.empty(R)
-    out = {k: np.full((R, T), np.nan) for k in ("regret", "sigma2", "beta", "radius")}
+    out = {k: np.full((R, T), np.nan) for k in ("regret", "sigma2", "beta", "radius", "size")}
     secs = np.zeros(T)
     for e in envs:
         e.reset()
@@ -618,7 +628,7 @@ def run_lockstep(envs: list, T: int, eta: float | None = None, lam: float | None
             S = agents[i].assortment(alpha[i], rs[i])
             secs[t - 1] += time.perf_counter() - t0
             out["regret"][i, t - 1], out["sigma2"][i, t - 1], choice[i] = _play(e, X[i], rs[i], S)
-            n_off[i] = len(S)
+            n_off[i] = out["size"][i, t - 1] = len(S)
             XS[i, :len(S)] = X[i, S]
         t0 = time.perf_counter()
         MK.confidence_update(theta, H, Hinv, XS, n_off, choice, eta_v, B_v)
@@ -626,7 +636,8 @@ def run_lockstep(envs: list, T: int, eta: float | None = None, lam: float | None
             MK.refactorize(H, Hinv)
         secs[t - 1] += time.perf_counter() - t0
     return [dict(agent=agents[i].name, K=e.K, T=T, regret=out["regret"][i], cum_regret=np.cumsum(out["regret"][i]),
-                 sigma2=out["sigma2"][i], beta=out["beta"][i], radius=out["radius"][i], seconds=secs / R)
+                 sigma2=out["sigma2"][i], beta=out["beta"][i], radius=out["radius"][i], size=out["size"][i],
+                 seconds=secs / R)
             for i, e in enumerate(envs)]
 
 # %% ../../nbs/bandits/01_mnl.ipynb #bb261eff
@@ -641,12 +652,24 @@ TUNED_SCALES = {"OFU-MNL++": 0.1, "OFU-MNL+": 0.001, "OFU-MNL++ (beta+)": 0.003}
 #   OFU-MNL++          2.56, 2.57, 2.57, 1.86, 1.85, 1.89, 3.84
 #   OFU-MNL+           2.80, 2.82, 2.88, 3.16, 3.76, 40.5, 302.6   (best at the grid's edge: a plateau below 0.01, greedy)
 #   OFU-MNL++ (beta+)  2.14, 1.95, 2.11, 16.4, 300.7, 317.2, 306.1
+# OFU-MNL+'s plateau, the grid extended below its edge (outside review, issue 48; the same 8 instances):
+#   beta_scale 1e-3: 2.801, 1e-4: 2.797, 1e-6: 2.802 (below 0.01 its radius no longer changes what it offers)
+# the same tuning for the beats_baselines_tuned comparison (added after the results of registration 1): uniform rewards,
+# K=5, T_b=500, the first two instances of seeds 0-3 (the baselines' instances), `tune_baselines(range(4))`, mean regret
+# at beta_scale (alpha_scale for UCB-MNL and TS-MNL) on BASE_GRID, 0.0001, 0.0003 | 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1
+# (BETA_GRID first; UCB-MNL's best was at its edge, 0.001, so the grid was extended by two points for every agent):
+#   OFU-MNL++          6.57, 6.30 | 8.69, 7.28, 6.58, 5.91, 5.73, 5.60, 8.24
+#   OFU-MNL++ (beta+)  5.80, 9.18 | 6.95, 4.43, 6.94, 8.30, 12.4, 15.2, 16.0
+#   UCB-MNL            9.88, 5.04 | 5.46, 7.64, 9.17, 9.29, 13.8, 15.5, 16.1
+#   TS-MNL             9.90, 9.05 | 11.7, 11.4, 15.1, 16.6, 17.2, 17.3, 17.4
+BASE_GRID = (0.0001, 0.0003) + BETA_GRID
+BASE_TUNED_SCALES = {"OFU-MNL++": 0.3, "OFU-MNL++ (beta+)": 0.003, "UCB-MNL": 0.0003, "TS-MNL": 0.0003}
 
 SCALE_CONFIG = {
     "fast": dict(N=100, d=5, B=1.0, T=2000, Ks=(2, 5, 10), seeds=4, T_nu=1000, nu_seeds=4, T_base=500, base_seeds=2,
-                 tuned=TUNED_SCALES),
+                 tuned=TUNED_SCALES, base_tuned=BASE_TUNED_SCALES, radius_seeds=8),
     "full": dict(N=100, d=5, B=1.0, T=6000, Ks=(2, 5, 10, 15), seeds=10, T_nu=3000, nu_seeds=10, T_base=3000,
-                 base_seeds=5, tuned=TUNED_SCALES),
+                 base_seeds=5, tuned=TUNED_SCALES, base_tuned=BASE_TUNED_SCALES, radius_seeds=10),
 }
 
 def _pair(envs: list, T: int, desc: str, beta_scale: float | dict = 1.0) -> dict:
@@ -671,6 +694,25 @@ def tune_beta_scale(seeds=range(4), scale: str = "fast", grid=BETA_GRID, instanc
             out[name][float(c)] = float(np.mean([r["cum_regret"][-1] for r in runs]))
     return out
 
+def _base_agent(name: str, d: int, K: int, B: float, seed: int, scale: float = 1.0):
+    "A fresh agent of the MLE comparison by name, its radius scaled by `scale` (beta_scale or alpha_scale)."
+    return {"OFU-MNL++": lambda: OFUMNLpp(d, K, B, beta_scale=scale),
+            "OFU-MNL++ (beta+)": lambda: OFUMNLppBetaPlus(d, K, B, beta_scale=scale),
+            "UCB-MNL": lambda: UCBMNL(d, K, alpha_scale=scale),
+            "TS-MNL": lambda: TSMNL(d, K, alpha_scale=scale, seed=seed)}[name]()
+
+def tune_baselines(seeds=range(4), scale: str = "fast", grid=BASE_GRID, instances: int = 2) -> dict:
+    "Mean final regret at each radius scale of `grid`, uniform rewards, K=5, T_b rounds, first `instances` of `seeds`."
+    cfg = SCALE_CONFIG[check_scale(scale)]
+    insts = [check_seed(s) * 1000 + i for s in seeds for i in range(instances)]
+    out = {}
+    for name in BASE_TUNED_SCALES:
+        for c in grid:
+            out.setdefault(name, {})[float(c)] = float(np.mean([
+                run_bandit(MNLEnv(cfg["N"], 5, cfg["d"], cfg["B"], seed=s), _base_agent(name, cfg["d"], 5, cfg["B"], s, c),
+                           cfg["T_base"], desc=f"{name} alpha/beta_scale={c} seed={s}")["cum_regret"][-1] for s in insts]))
+    return out
+
 def experiment(scale: str = "fast", seed: int = 0) -> dict:
     "Run the chapter's experiment at `scale` with base seed `seed`; returns plain numbers and curves."
     cfg = SCALE_CONFIG[check_scale(scale)]
@@ -689,6 +731,19 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     ratio_K = {K: mean_reg[pl][K] / mean_reg[pp][K] for K in Ks}
     ratio_K_ctrl = {K: mean_reg[pl][K] / mean_reg[pb][K] for K in Ks}   # the control: the radius alone swapped
     radius_half = {K: float(np.mean(pick(uni[pp], K, "radius")[:, T // 2:])) for K in Ks}
+    # the radius check on radius_seeds instances per K: OFU-MNL++ alone at the smallest and largest K, the
+    # instances beyond the head-to-head runs' in lockstep (issue 48's 4 instances made the check too noisy)
+    Klo, Khi = min(Ks), max(Ks)
+    extra = [seed * 1000 + i for i in range(cfg["seeds"], cfg["radius_seeds"])]
+    rad_runs = [r for r in uni[pp] if r["K"] in (Klo, Khi)] + (run_lockstep(
+        [MNLEnv(N, K, d, B, seed=s) for K in (Klo, Khi) for s in extra], T, desc="OFU-MNL++, radius check") if extra else [])
+    radius_half_all = {K: float(np.mean([np.mean(r["radius"][T // 2:]) for r in rad_runs if r["K"] == K]))
+                       for K in (Klo, Khi)}
+    # the ablation's variant: beta_t^+'s formula at OFU-MNL++'s own (eta, lam) instead of (eta^+, lambda^+), reported
+    own = f"{pb[:-1]} at own eta, lam)"
+    own_uni = run_lockstep([MNLEnv(N, K, d, B, seed=s) for K in Ks for s in seeds], T, agent_cls=OFUMNLppBetaPlusOwn,
+                           desc=f"{own}, uniform rewards")
+    own_reg = {K: float(np.mean([r["cum_regret"][-1] for r in own_uni if r["K"] == K])) for K in Ks}
     # 2. non-uniform rewards at the default K: the exact optimistic assortment each round, both agents
     Tn = cfg["T_nu"]
     nu = _pair(_nu_envs(cfg, seed), Tn, "non-uniform rewards")
@@ -697,6 +752,11 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     # the same with each agent's radius scaled by its own best beta_scale (tuned on seeds 0-3: best against best)
     tuned = _pair(_nu_envs(cfg, seed), Tn, "non-uniform rewards, tuned radii", beta_scale=cfg["tuned"])
     tuned_reg = {a: float(np.mean([r["cum_regret"][-1] for r in tuned[a]])) for a in AG}
+    own_nu = run_lockstep(_nu_envs(cfg, seed), Tn, agent_cls=OFUMNLppBetaPlusOwn, desc=f"{own}, non-uniform rewards")
+    own_nu_reg = float(np.mean([r["cum_regret"][-1] for r in own_nu]))
+    # mean assortment size |S_t| over rounds 200-400 (non-uniform rewards; the optimum offers about 5)
+    size_nu = {a: float(np.mean([r["size"][199:400] for r in nu[a]])) for a in AG}
+    size_tuned = {a: float(np.mean([r["size"][199:400] for r in tuned[a]])) for a in AG}
     # confidence radius over beta_t, every round of every run of each agent (both reward settings)
     rob = {a: float(max(np.max(r["radius"] / r["beta"]) for r in uni[a] + nu[a])) for a in (pp, pl)}
     cover = {a: float(min(np.mean(r["radius"] <= r["beta"]) for r in uni[a] + nu[a])) for a in (pp, pl)}
@@ -718,6 +778,12 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
             base.setdefault(agent.name, []).append(res)
     base_reg = {name: float(np.mean([r["cum_regret"][-1] for r in rs])) for name, rs in base.items()}
     best_base = min(base_reg["UCB-MNL"], base_reg["TS-MNL"])
+    # best against best: every agent of the comparison at its own tuned radius scale (BASE_TUNED_SCALES, seeds 0-3)
+    base_tuned = {name: [run_bandit(MNLEnv(N, Kmid, d, B, seed=s), _base_agent(name, d, Kmid, B, s, c), Tb,
+                                    desc=f"{name} tuned ({c}) seed={s}") for s in base_inst]
+                  for name, c in cfg["base_tuned"].items()}
+    base_tuned_reg = {name: float(np.mean([r["cum_regret"][-1] for r in rs])) for name, rs in base_tuned.items()}
+    best_base_tuned = min(base_tuned_reg["UCB-MNL"], base_tuned_reg["TS-MNL"])
     base_secs = {name: np.median(np.array([r["seconds"] for r in rs]), axis=0) for name, rs in base.items()}
     X_late, r_late = MNLEnv(N, Kmid, d, B, seed=base_inst[0]).contexts(Tb)
     time_ratio = {}
@@ -733,12 +799,21 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         plus_over_pp_uniform=min(ratio_K.values()), plus_over_ppbeta_uniform=min(ratio_K_ctrl.values()),
         nonuniform_regret=nu_reg,
         plus_over_pp_nonuniform=nu_reg[pl] / nu_reg[pp], plus_over_ppbeta_nonuniform=nu_reg[pl] / nu_reg[pb],
+        # the ablation's variant at OFU-MNL++'s own (eta, lam): reported, not a claim's control
+        own_regret=dict(uniform=own_reg, nonuniform=own_nu_reg),
+        plus_over_ppbeta_own_by_K={K: mean_reg[pl][K] / own_reg[K] for K in Ks},
+        plus_over_ppbeta_own_uniform=min(mean_reg[pl][K] / own_reg[K] for K in Ks),
+        plus_over_ppbeta_own_nonuniform=nu_reg[pl] / own_nu_reg,
+        assortment_size_nonuniform=size_nu, assortment_size_tuned=size_tuned,
         nonuniform_tuned_regret=tuned_reg, tuned_scales=dict(cfg["tuned"]),
         plus_over_pp_tuned=tuned_reg[pl] / tuned_reg[pp], plus_over_ppbeta_tuned=tuned_reg[pl] / tuned_reg[pb],
         tightness=tight, tightness_pp=tight[pp], tightness_plus=tight["OFU-MNL+"], coverage_tuned=cover_tuned,
         radius_over_beta_max=rob, radius_over_beta_pp=rob[pp], radius_over_beta_plus=rob["OFU-MNL+"],
         coverage=cover, coverage_min=min(cover.values()), radius_over_beta_all=max(rob.values()),
-        radius_second_half=radius_half, radius_ratio_K10_K2=radius_half[max(Ks)] / radius_half[min(Ks)],
+        radius_second_half=radius_half, radius_second_half_check=radius_half_all, radius_instances=cfg["radius_seeds"],
+        radius_ratio_K10_K2=radius_half_all[Khi] / radius_half_all[Klo],
+        # registration 1's statistic: the head-to-head runs' instances only (4 per K at the fast scale)
+        radius_ratio_K10_K2_reg1=radius_half[Khi] / radius_half[Klo],
         regret_ratio_T=float(cp[-1] / cp[T // 2 - 1]),
         regret_K_ratio_max=max(mean_reg[pp][b] / mean_reg[pp][a] for a, b in zip(Ks, Ks[1:])),
         sigma2_mean={K: float(pick(uni[pp], K, "sigma2").mean()) for K in Ks},
@@ -749,6 +824,9 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
                      base_secs=base_secs),
         baseline_regret=base_reg, baseline_instances=len(base_inst),
         regret_vs_best_baseline=base_reg[pp] / best_base, regret_vs_best_baseline_ppbeta=base_reg[pb] / best_base,
+        baseline_tuned_regret=base_tuned_reg, baseline_tuned_scales=dict(cfg["base_tuned"]),
+        regret_vs_best_baseline_tuned=base_tuned_reg[pp] / best_base_tuned,
+        regret_vs_best_baseline_tuned_ppbeta=base_tuned_reg[pb] / best_base_tuned,
         curves=dict(cum_regret=cum, radius={a: {K: pick(uni[a], K, "radius") for K in Ks} for a in AG},
                     beta={a: {K: uni[a][[r["K"] for r in uni[a]].index(K)]["beta"] for K in Ks} for a in AG},
                     base_cum={name: np.array([r["cum_regret"] for r in rs]) for name, rs in base.items()},
@@ -814,16 +892,25 @@ _I48 = ("Issue 48 kept this threshold and did not refit it; the fast scale it wa
         "it now has 4 (same T; the CPU budget of the re-registration, with a third agent in every run). ")
 _CTRL48 = ("Control (issue 48): OFU-MNL+ against OFU-MNL++ with only its radius swapped for OFU-MNL+'s beta_t^+ "
            "(`OFUMNLppBetaPlus`: OFU-MNL++'s eta, lambda = d eta, step and assortment, same instances), so that the "
-           "gap measures the bound and not lambda^+ = 84 sqrt(2) d eta^+ against lambda = d eta. If this control passes, "
+           "gap measures the bound and not lambda^+ = 84 sqrt(2) d eta^+ against lambda = d eta in the update. "
+           "beta_t^+ is the predecessor's radius as it is evaluated for OFU-MNL+, at its own eta^+ and lambda^+ "
+           "(eta^+ = 2.90, lambda^+ = 1720 at d=5, K=5), so lambda^+ and eta^+ still enter the control's radius through "
+           "sqrt(4 lambda^+ B^2) and the 17/16 lambda^+ term (at K=5 beta_t^+ is about 38-50 times beta_t; the same "
+           "formula at OFU-MNL++'s own (eta, lambda) is only about 5-16 times beta_t). That variant is reported beside "
+           "the control (plus_over_ppbeta_own_*, added after the results of registration 1; the outside review of "
+           "issue 48 measured 1.09 uniform and 0.95 non-uniform on seeds 0 and 1). If this control passes, "
            "the gain comes from the other constants, not from the bound. Before issue 48 the control was 1/metric, "
            "computed from the treatment (it failed by construction).")
+_CHK48 = ("Issue 48 kept this threshold; the statistic now comes from 4 instances per setting, not the 8 it was "
+          "fixed on (the CPU budget of the re-registration, with a third agent in every run).")
 CLAIMS = [
     Claim("beats_plus_uniform",
           "Uniform rewards: OFU-MNL+ has >= 1.5x the regret of OFU-MNL++ at every K (same instances, theory radii)",
           "plus_over_pp_uniform", ">=", 1.5, kind="paper", control="plus_over_ppbeta_uniform", source="preregistered",
           tests="paper", control_basis=_CTRL48,
           basis="The paper's OFU-MNL++ improves on OFU-MNL+ (Lee & Oh 2024) through a tighter, K-free confidence bound "
-                "(abstract); its experiments show lower regret than OFU-MNL+. Metric: min over K of "
+                "(abstract); its experiments are said to show lower regret than OFU-MNL+ (not verified: the full text could not "
+                "be read offline). Metric: min over K of "
                 "Reg(OFU-MNL+)/Reg(OFU-MNL++) (this chapter's OFU-MNL++ constants, the paper's order). "
                 + _PREREG.format("2.63, 2.67, 2.70, 2.21") + ". " + _I48),
     Claim("beats_plus_nonuniform",
@@ -841,7 +928,9 @@ CLAIMS = [
                 "non-uniform instances of seeds 0-3 (TUNED_SCALES, fixed before registration). Changed by issue 48: "
                 "this claim used to scale both radii by 1/10 (the predecessor code's tuning), at which OFU-MNL++ "
                 "covered theta* in 3.5% of rounds while OFU-MNL+ still covered it: a tuning of one agent, not of both. "
-                "Threshold kept from the beta/10 version: " + _PREREG.format("2.53, 1.91, 2.73, 1.60") + ". " + _I48),
+                "Threshold 1.2 carried over from the beta/10 claim (" + _PREREG.format("2.53, 1.91, 2.73, 1.60 of that metric")
+                + "). This metric's seeds 0-3 at registration 1: 1.57, 1.15, 2.64, 1.20 (control 1.67, 1.51, 2.13, 1.10); "
+                "seeds 0-3 are partly in-sample, their first 2 of 4 instances were the tuning set. " + _I48),
     Claim("bound_tighter",
           "OFU-MNL++'s beta_t is within 10x of the measured error ||theta_t - theta*||_{H_t} late in the run (t > T/2)",
           "tightness_pp", ">=", 0.1, kind="paper", control="tightness_plus", source="preregistered", tests="proxy",
@@ -859,16 +948,21 @@ CLAIMS = [
                 + _PREREG.format("0.995, 1.037, 1.003, 1.001")),
     Claim("confidence_coverage",
           "Every round of every run: ||theta_t - theta*||_{H_t} <= beta_t (OFU-MNL++ and OFU-MNL+, their own radii)",
-          "radius_over_beta_all", "<=", 1.0, kind="check"),
+          "radius_over_beta_all", "<=", 1.0, kind="check", basis=_CHK48),
     Claim("radius_K_free",
           "The measured radius does not grow with K: second-half mean of ||theta_t - theta*||_{H_t}, K=10 over K=2",
-          "radius_ratio_K10_K2", "<=", 1.3, kind="check"),
+          "radius_ratio_K10_K2", "<=", 1.3, kind="check",
+          basis="Threshold fixed 2026-12-04 on seeds 0-3 with 8 instances per K (T=2000); kept. Registration 2 (outside "
+                "review of issue 48) computes the ratio again on 8 instances per K, of OFU-MNL++ alone at K=2 and K=10 "
+                "(the head-to-head runs' 4 and 4 more in lockstep): at registration 1 it came from 4 instances and failed "
+                "on seed 10 (1.48; 8 instances of that seed give 1.07, the review's probe), 15/16. Registration 1's "
+                "statistic is still reported as radius_ratio_K10_K2_reg1."),
     Claim("regret_sublinear",
           "OFU-MNL++ regret is sublinear: Reg(T)/Reg(T/2) at the default K (mean over seeds) well below linear (2)",
-          "regret_ratio_T", "<=", 1.8, kind="check"),
+          "regret_ratio_T", "<=", 1.8, kind="check", basis=_CHK48),
     Claim("regret_falls_with_K",
           "With uniform rewards OFU-MNL++'s regret falls as K grows: largest Reg(K')/Reg(K) over consecutive K < K'",
-          "regret_K_ratio_max", "<", 1.0, kind="check"),
+          "regret_K_ratio_max", "<", 1.0, kind="check", basis=_CHK48),
     Claim("beats_baselines",
           "OFU-MNL++ regret is no worse than the better of UCB-MNL and TS-MNL on the default problem (ratio)",
           "regret_vs_best_baseline", "<=", 1.0, kind="paper", control="regret_vs_best_baseline_ppbeta",
@@ -880,6 +974,24 @@ CLAIMS = [
                 "radius, the baselines' MLE refitted every round.",
           control_basis="The same ratio for OFU-MNL++ with only its radius swapped for OFU-MNL+'s beta_t^+ "
                         "(`OFUMNLppBetaPlus`), the paper's ingredient removed as in the beats_plus_* claims."),
+    Claim("beats_baselines_tuned",
+          "(added after results) Best against best: OFU-MNL++ at its tuned radius scale has regret no worse than the "
+          "better of UCB-MNL and TS-MNL at theirs (ratio), uniform rewards, K=5",
+          "regret_vs_best_baseline_tuned", "<=", 1.0, kind="paper", control="regret_vs_best_baseline_tuned_ppbeta",
+          source="issue 48", tests="paper",
+          basis="Added after the results of registration 1, beside beats_baselines, after the outside review of issue "
+                "48 found UCB-MNL's and TS-MNL's theory radii hundreds of times too wide (1/(2 kappa) ~ 290 at K=5): "
+                "its probe on seeds 0-3 (2 instances, T_b=500) gave UCB-MNL at alpha_scale 0.001: 5.10, 4.20, 7.69, "
+                "4.82, against OFU-MNL++ at its theory radius 7.12, 10.04, 9.84, 5.95 and at beta_scale 0.1: 5.38, "
+                "6.00, 6.77, 4.79 (0.001 chosen by the reviewer after looking). Every agent's scale is the one of "
+                "BASE_GRID (BETA_GRID and 0.0001, 0.0003: UCB-MNL's best on BETA_GRID was at its edge) with the "
+                "lowest mean regret on the baselines' instances of seeds 0-3 (BASE_TUNED_SCALES, `tune_baselines`, "
+                "fixed before registration 2; seeds 0-3 are in-sample): OFU-MNL++ 0.3 (5.60), the ablation 0.003 "
+                "(4.43), UCB-MNL 0.0003 (5.04), TS-MNL 0.0003 (9.05). Threshold 1.0 is "
+                "beats_baselines' ('no worse than'). Metric: mean regret of tuned OFU-MNL++ over that of the better "
+                "tuned baseline, base_seeds instances per seed, T_b rounds.",
+          control_basis="The same ratio for the ablation OFU-MNL++ with beta_t^+ (`OFUMNLppBetaPlus`) at its own tuned "
+                        "scale, against the same tuned baselines."),
 ]
 
 # %% ../../nbs/bandits/01_mnl.ipynb #4d18fc06
