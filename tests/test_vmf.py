@@ -153,3 +153,32 @@ def test_boltzmann_sampler_checks_once_and_draws_the_same():
         M.BoltzmannSampler(A * 2, 2.0)
     with pytest.raises(ValueError):
         s.sample(V[:3] / np.linalg.norm(V[:3]), 1)
+
+
+def test_subsample_boltzmann_draws_match_its_marginal_and_approach_bexp_with_k():
+    A = M.uniform_catalogue(300, 3, seed=1)
+    V = A[0]
+    p = M.subsample_boltzmann_probs(V, A, 5.0, 10, 200_000, seed=2)
+    draws = M.subsample_boltzmann_sample(V, A, 5.0, 10, 200_000, seed=3)
+    f = np.bincount(draws, minlength=300) / len(draws)
+    assert 0.5 * np.abs(f - p).sum() < 0.03  # the sampler draws from the marginal the estimator computes
+    b = M.boltzmann_probs(V, A, 5.0)
+    tv = lambda k: 0.5 * np.abs(M.subsample_boltzmann_probs(V, A, 5.0, k, 50_000, seed=4) - b).sum()
+    assert tv(300) < tv(30) < tv(3)  # more random candidates, closer to B-exp
+    with pytest.raises(ValueError):
+        M.subsample_boltzmann_probs(V, A, 5.0, 0, 10)
+
+
+def test_g_quantile_edges_split_g_into_equal_masses():
+    e = M.g_quantile_edges(3, 20.0, 20)
+    assert e[0] == -1 and e[-1] == 1 and (np.diff(e) > 0).all()
+    x = M.sample_vmf(np.array([0.0, 0.0, 1.0]), 20.0, 200_000, seed=9)[:, 2]
+    share = np.bincount(np.clip(np.searchsorted(e, x, side="right") - 1, 0, 19), minlength=20) / len(x)
+    assert np.abs(share - 0.05).max() < 0.004  # 0.05 each, 0.0005 standard error
+
+
+def test_speed_study_restores_the_numba_thread_count():
+    import numba
+    before = numba.get_num_threads()
+    M.speed_study([1_000], 3, 5.0, rounds=1, seed=0)
+    assert numba.get_num_threads() == before

@@ -21,10 +21,11 @@ from ..kernels import vmf as VK
 # %% auto #0
 __all__ = ['SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'normalize_rows', 'sample_vmf', 'mean_cosine', 'cosine_density',
            'boltzmann_probs', 'truncated_boltzmann_probs', 'nucleus_k', 'BoltzmannSampler', 'boltzmann_sample',
-           'ActionIndex', 'build_index', 'truncated_boltzmann_sample', 'vmf_explore', 'similarity_histogram',
-           'similarity_binned_tv', 'action_tv', 'uniform_catalogue', 'clustered_catalogue', 'digits_catalogue',
-           'sampler_check', 'tv_study', 'action_study', 'catalogue_tv', 'speed_study', 'recommender', 'experiment',
-           'plots']
+           'ActionIndex', 'build_index', 'truncated_boltzmann_sample', 'subsample_boltzmann_sample',
+           'subsample_boltzmann_probs', 'vmf_explore', 'similarity_histogram', 'similarity_binned_tv', 'action_tv',
+           'uniform_catalogue', 'clustered_catalogue', 'digits_catalogue', 'sampler_check', 'tv_study',
+           'g_quantile_edges', 'sharp_study', 'action_study', 'catalogue_tv', 'speed_study', 'recommender',
+           'experiment', 'plots']
 
 # %% ../../nbs/bandits/02_vmf.ipynb #650e7d45
 def normalize_rows(X) -> np.ndarray:
@@ -215,6 +216,36 @@ def truncated_boltzmann_sample(V, index: "ActionIndex", kappa: float, k: int, si
     return j[np.minimum(np.searchsorted(c, u, side="right"), len(c) - 1)]
 
 
+def subsample_boltzmann_sample(V, A, kappa: float, k: int, size: int = 1, seed: int = 0) -> np.ndarray:
+    """`size` draws of "sampled softmax" B-exp: k actions drawn uniformly at random (with replacement), then B-exp
+    among them; O(kd) per draw, no index. Each action's marginal probability tracks B-exp's when k is large enough."""
+    A = np.asarray(A, dtype=np.float64)
+    V = np.asarray(V, dtype=np.float64)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    rng = make_rng(check_seed(seed), 5)
+    S = rng.integers(len(A), size=(int(size), int(k)))
+    s = _check_kappa(kappa) * (A[S] @ V)
+    c = np.cumsum(np.exp(s - s.max(axis=1, keepdims=True)), axis=1)
+    j = np.minimum((c < rng.random(int(size))[:, None] * c[:, -1:]).sum(axis=1), int(k) - 1)
+    return S[np.arange(int(size)), j]
+
+
+def subsample_boltzmann_probs(V, A, kappa: float, k: int, reps: int, seed: int = 0) -> np.ndarray:
+    """Monte Carlo estimate of subsample B-exp's per-action probabilities: `reps` random subsets of k actions, each
+    contributing its softmax exactly (the final draw is averaged out, not sampled)."""
+    V, A = _check_actions(V, A)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    sims, out = A @ V, np.zeros(len(A))
+    rng = make_rng(check_seed(seed), 6)
+    for r0 in range(0, int(reps), 5_000):
+        S = rng.integers(len(A), size=(min(5_000, int(reps) - r0), int(k)))
+        w = np.exp(_check_kappa(kappa) * (sims[S] - 1))
+        out += np.bincount(S.ravel(), weights=(w / w.sum(axis=1, keepdims=True)).ravel(), minlength=len(A))
+    return out / out.sum()
+
+
 def vmf_explore(V, index: ActionIndex, kappa: float, size: int = 1, seed: int = 0) -> np.ndarray:
     "`size` vMF-exp draws (action indices): sample V~ from vMF(V, kappa), return the action nearest to it."
     V = _check_unit("V", V, 1)
@@ -254,13 +285,14 @@ SCALE_CONFIG = {
                  tv_ns={3: (2_000, 20_000, 200_000), 8: (2_000, 20_000, 200_000)}, tv_sets=4, tv_draws=100_000,
                  action_n=500, action_draws=(50_000, 400_000), digits_V=8, digits_draws=100_000,
                  speed_ns=(10_000, 100_000, 1_000_000), speed_rounds=9, rec_n=50_000, rec_d=8, rec_T=600,
-                 rec_users=2, trunc_k=100, nucleus_mass=0.95, clusters=16, cluster_kappa=30.0),
+                 rec_users=2, trunc_k=100, nucleus_mass=0.95, clusters=16, cluster_kappa=30.0, sharp_kappa=20.0, sharp_n=200_000),
     "full": dict(sampler_n=200_000, sampler_cases=((3, 5.0), (8, 5.0), (32, 10.0), (128, 1000.0), (3, 1e6)),
                  kappa=5.0, tv_ns={3: (2_000, 20_000, 200_000, 1_000_000), 8: (2_000, 20_000, 200_000, 1_000_000),
                                    32: (20_000, 200_000)}, tv_sets=8, tv_draws=400_000,
                  action_n=500, action_draws=(100_000, 1_000_000), digits_V=32, digits_draws=400_000,
                  speed_ns=(10_000, 100_000, 1_000_000, 3_000_000), speed_rounds=15, rec_n=200_000, rec_d=8,
-                 rec_T=3000, rec_users=5, trunc_k=100, nucleus_mass=0.95, clusters=16, cluster_kappa=30.0),
+                 rec_T=3000, rec_users=5, trunc_k=100, nucleus_mass=0.95, clusters=16, cluster_kappa=30.0,
+                 sharp_kappa=20.0, sharp_n=200_000),
 }
 
 
@@ -314,7 +346,7 @@ def tv_study(d: int, n: int, kappa: float, sets: int, draws: int, seed: int, bin
     (uniform or clustered); B-exp truncated by mass (top-p, `nucleus_mass`) and by cost (`trunc_k`) scored alike."""
     if catalogue not in ("uniform", "clustered"):
         raise ValueError(f"catalogue must be 'uniform' or 'clustered', got {catalogue!r}")
-    hv, hb, ht, hk, ks = np.zeros(bins), np.zeros(bins), np.zeros(bins), np.zeros(bins), []
+    hv, hb, ht, hk, hs, ks = np.zeros(bins), np.zeros(bins), np.zeros(bins), np.zeros(bins), np.zeros(bins), []
     for s in range(sets):
         A = (uniform_catalogue(n, d, seed * 1000 + s) if catalogue == "uniform"
              else clustered_catalogue(n, d, clusters, cluster_kappa, seed * 1000 + s))
@@ -327,14 +359,46 @@ def tv_study(d: int, n: int, kappa: float, sets: int, draws: int, seed: int, bin
         hb += similarity_histogram(sims, boltzmann_probs(V, A, kappa), bins) / sets
         ht += similarity_histogram(sims, truncated_boltzmann_probs(V, A, kappa, ks[-1]), bins) / sets
         hk += similarity_histogram(sims, truncated_boltzmann_probs(V, A, kappa, min(trunc_k, n)), bins) / sets
+        hs += similarity_histogram(sims, subsample_boltzmann_probs(V, A, kappa, trunc_k, draws // sets,
+                                                                   seed * 1000 + s), bins) / sets
     edges = np.linspace(-1, 1, bins + 1)
     g = np.array([np.trapezoid(cosine_density(np.linspace(a, b, 201), d, kappa), np.linspace(a, b, 201))
                   for a, b in zip(edges[:-1], edges[1:])])
     return dict(d=d, n=n, catalogue=catalogue, tv=float(0.5 * np.abs(hv - hb).sum()),
                 tv_trunc=float(0.5 * np.abs(ht - hb).sum()), k_nucleus=float(np.mean(ks)),
-                tv_trunc_cost=float(0.5 * np.abs(hk - hb).sum()),
+                tv_trunc_cost=float(0.5 * np.abs(hk - hb).sum()), tv_subsample=float(0.5 * np.abs(hs - hb).sum()),
                 tv_vmf_limit=float(0.5 * np.abs(hv - g).sum()),
                 tv_bexp_limit=float(0.5 * np.abs(hb - g).sum()), hist_vmf=hv, hist_bexp=hb, hist_limit=g)
+
+
+def g_quantile_edges(d: int, kappa: float, bins: int) -> np.ndarray:
+    "Edges of `bins` similarity bins of equal probability under the limit law g (the vMF cosine law), on [-1, 1]."
+    grid = np.linspace(-1, 1, 200_001)
+    cdf = np.concatenate([[0.0], np.cumsum(np.diff(grid) * 0.5 * (cosine_density(grid[1:], d, kappa)
+                                                                  + cosine_density(grid[:-1], d, kappa)))])
+    edges = np.interp(np.linspace(0, 1, bins + 1), cdf / cdf[-1], grid)
+    edges[0], edges[-1] = -1.0, 1.0
+    return edges
+
+
+def sharp_study(d: int, n: int, kappa: float, sets: int, draws: int, seed: int, k: int = 100, bins: int = 20) -> dict:
+    """Similarity TV to B-exp with bins of equal probability under g (so that a concentrated law is still resolved),
+    pooled over `sets` uniform catalogues: vMF-exp (frequencies) and subsample B-exp (k random actions) alike."""
+    edges = g_quantile_edges(d, kappa, bins)
+    hv, hb, hs = np.zeros(bins), np.zeros(bins), np.zeros(bins)
+    hist = lambda sims, w: np.bincount(np.clip(np.searchsorted(edges, sims, side="right") - 1, 0, bins - 1),
+                                       weights=w / w.sum(), minlength=bins)
+    for s in range(sets):
+        A = uniform_catalogue(n, d, seed * 1000 + 500 + s)
+        V = normalize_rows(make_rng(seed, 32, s).standard_normal(d))
+        sims = A @ V
+        counts = np.bincount(vmf_explore(V, build_index(A), kappa, draws // sets, seed=seed * 1000 + 500 + s),
+                             minlength=n).astype(np.float64)
+        hv += hist(sims, counts) / sets
+        hb += hist(sims, boltzmann_probs(V, A, kappa)) / sets
+        hs += hist(sims, subsample_boltzmann_probs(V, A, kappa, k, draws // sets, seed * 1000 + 500 + s)) / sets
+    return dict(d=d, n=n, kappa=kappa, k=k, edges=edges, tv=float(0.5 * np.abs(hv - hb).sum()),
+                tv_subsample=float(0.5 * np.abs(hs - hb).sum()), hist_vmf=hv, hist_bexp=hb, hist_subsample=hs)
 
 
 def action_study(n: int, d: int, kappa: float, draws_list, seed: int) -> dict:
@@ -408,11 +472,13 @@ def speed_study(ns, d: int, kappa: float, rounds: int, seed: int) -> dict:
 
 
 def recommender(n: int, d: int, T: int, kappa: float, users: int, seed: int, trunc_k: int = 100) -> dict:
-    "(mean reward and curve, median seconds per round) of B-exp, vMF-exp, truncated B-exp, greedy and uniform."
+    """(mean reward and curve, median seconds per round) of B-exp, vMF-exp, truncated B-exp (the k nearest items),
+    subsample B-exp (k random items), greedy and uniform."""
     A = uniform_catalogue(n, d, seed * 1000 + 8)
     idx, bexp = build_index(A), BoltzmannSampler(A, kappa)
     beta, beta0 = 8.0, 4.0
-    res = {m: dict(reward=[], secs=[]) for m in ("B-exp", "vMF-exp", "truncated B-exp", "greedy", "uniform")}
+    res = {m: dict(reward=[], secs=[]) for m in ("B-exp", "vMF-exp", "truncated B-exp", "subsample B-exp", "greedy",
+                                                 "uniform")}
     for u_i in range(users):
         u = normalize_rows(make_rng(seed, 50, u_i).standard_normal(d))
         for m in res:
@@ -428,6 +494,8 @@ def recommender(n: int, d: int, T: int, kappa: float, users: int, seed: int, tru
                     i = vmf_explore(V, idx, kappa, 1, seed=seed * 10**6 + u_i * T + t)[0]
                 elif m == "truncated B-exp":
                     i = truncated_boltzmann_sample(V, idx, kappa, trunc_k, 1, seed=seed * 10**6 + u_i * T + t)[0]
+                elif m == "subsample B-exp":
+                    i = subsample_boltzmann_sample(V, A, kappa, trunc_k, 1, seed=seed * 10**6 + u_i * T + t)[0]
                 elif m == "greedy":
                     i = idx.query(V)[0]
                 else:
@@ -446,7 +514,7 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     cfg = SCALE_CONFIG[check_scale(scale)]
     seed = check_seed(seed)
     kappa = cfg["kappa"]
-    steps = progress(total=5, desc="vMF-exp experiment")
+    steps = progress(total=6, desc="vMF-exp experiment")
     samp = sampler_check(cfg["sampler_cases"], cfg["sampler_n"], seed)
     m = len(samp["cases"])
     z_star = float(norm.ppf(1 - 0.0027 / (2 * m)))  # 3 standard errors, Bonferroni-corrected over the cases
@@ -457,6 +525,8 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
           for d, ns in cfg["tv_ns"].items()}
     tv_cl = [tv_study(8, n, kappa, cfg["tv_sets"], cfg["tv_draws"], seed, catalogue="clustered", **tvkw)
              for n in cfg["tv_ns"][8]]
+    steps.update()
+    sharp = sharp_study(3, cfg["sharp_n"], cfg["sharp_kappa"], cfg["tv_sets"], cfg["tv_draws"], seed, k=cfg["trunc_k"])
     steps.update()
     act = action_study(cfg["action_n"], 3, kappa, cfg["action_draws"], seed)
     digits = digits_catalogue(3)
@@ -484,6 +554,8 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         tv=tv, tv_clustered=tv_cl,
         tv_d3_n20000=tv3[20_000]["tv"], tv_d3_n20000_nucleus=tv3[20_000]["tv_trunc"],
         tv_d3_n20000_cost_k=tv3[20_000]["tv_trunc_cost"], k_nucleus_d3_n20000=tv3[20_000]["k_nucleus"],
+        tv_d3_n20000_subsample=tv3[20_000]["tv_subsample"],
+        sharp=sharp, tv_sharp=sharp["tv"], tv_sharp_subsample=sharp["tv_subsample"],
         tv_d8_max_ratio=max(b / a for a, b in zip(tv8, tv8[1:])),
         tv_d8_max_ratio_clustered=max(b / a for a, b in zip(tv8_cl, tv8_cl[1:])),
         tv_d8_span_ratio=tv8[-1] / tv8[0], tv_d8_span_ratio_clustered=tv8_cl[-1] / tv8_cl[0],
@@ -495,6 +567,8 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         reward_ratio_uniform=ratio("uniform"), reward_ratio_truncated=ratio("truncated B-exp"),
         reward_dev_vmf=abs(ratio("vMF-exp") - 1), reward_dev_uniform=abs(ratio("uniform") - 1),
         reward_dev_truncated=abs(ratio("truncated B-exp") - 1),
+        reward_ratio_subsample=ratio("subsample B-exp"), reward_dev_subsample=abs(ratio("subsample B-exp") - 1),
+        reward_dev_best_control=min(abs(ratio(m) - 1) for m in ("uniform", "truncated B-exp", "subsample B-exp")),
         timings=dict(speed=speed["rows"], speedup_at_max_n=big["bexp"] / big["vmf"],
                      speedup_scan_at_max_n=big["bexp"] / big["vmf_scan"], max_n=big["n"],
                      speedup_wall_at_max_n=big["bexp_wall"] / big["vmf_wall"],
@@ -565,17 +639,30 @@ def plots(result: dict) -> dict:
 # %% ../../nbs/bandits/02_vmf.ipynb #9314c62e
 _PREREG = "fixed on seeds 0-3 (fast scale) before seeds 4-15 were run; seeds 0-3: {}"
 _I48 = "Registered under issue 48 (first registration, seeds 0-3 run by `icml25nb register`). "
+_I48R = "Changed after the outside review of registration 2 (issue 48, registration 3). "
 CLAIMS = [
     Claim("similarity_match_d3",
           "vMF-exp picks actions of each similarity as B-exp does: similarity-binned TV to B-exp at d=3, n=20,000, "
-          "kappa=5 (control: top-p B-exp, B-exp over the most similar actions holding 95% of its mass)",
-          "tv_d3_n20000", "<=", 0.03, kind="paper", control="tv_d3_n20000_nucleus", source="preregistered",
+          "kappa=5 (control: subsample B-exp, B-exp over K=100 actions drawn uniformly at random, as cheap as one "
+          "vMF-exp draw)",
+          "tv_d3_n20000", "<=", 0.03, kind="paper", control="tv_d3_n20000_subsample", source="preregistered",
           tests="paper",
           basis="Abstract: 'vMF-exp asymptotically maintains the same probability of exploring each action as "
                 "Boltzmann Exploration (B-exp)' (actions uniform on the sphere); 0.03 was proposed in the chapter's "
                 "brief from a calibration prototype (0.007) before the chapter was written, and kept. "
                 "Seeds 0-3 of the sweep before issue 48: 0.0102, 0.0102, 0.0057, 0.0097.",
-          control_basis=_I48 + "Control changed (issue 48: 'choose the truncation K by B-exp's mass or by cost, not "
+          control_basis=_I48R + "Control changed again: the top-p control of registration 2 failed by construction "
+                "(its TV to B-exp is 1 - p(S) = 0.049-0.050 on all 16 seeds, a constant fixed by choosing p = 0.95), "
+                "and the top-K-by-cost truncation (K = 100, TV 0.61) is doomed too, because at kappa = 5, d = 3 B-exp "
+                "is diffuse (about 6,000 of 20,000 actions hold 95% of its mass). The honest cost-matched "
+                "alternative is subsample B-exp ('sampled softmax'): K = 100 actions drawn uniformly at random (with "
+                "replacement), B-exp among them, O(Kd) per draw; each action's marginal probability follows B-exp's "
+                "in expectation, so its similarity profile can match. The outside reviewer measured it at TV 0.0114 "
+                "and 0.0115 on seeds 0 and 1 (vMF-exp 0.0102): this claim is expected NOT to discriminate against "
+                "it; similarity_match_d3_sharp is the design that can. Registration 2's result (top-p control): "
+                "claim 16/16, control 0/16 (0.0489-0.0499). Top-p and K = 100 truncations are still reported "
+                "(tv_d3_n20000_nucleus, tv_d3_n20000_cost_k). Registration 2's control basis: "
+                "Control changed (issue 48: 'choose the truncation K by B-exp's mass or by cost, not "
                 "one that is doomed'; it was K = 1,000 fixed, 5% of the catalogue holding ~39% of B-exp's mass). Now "
                 "K is chosen by mass, per catalogue: the smallest top set holding p = 0.95 of B-exp's probability "
                 "(top-p / nucleus truncation; p = 0.95 is a standard nucleus-sampling value, one Holtzman et al. 2020 "
@@ -584,6 +671,21 @@ CLAIMS = [
                 "truncation must keep >= 97% of the mass, K ~ 7,000 of 20,000 actions (35% of the catalogue), no "
                 "longer cheap. The cost-matched truncation (K = 100, a k-NN query as costly as one vMF-exp draw) is "
                 "reported beside it (tv_d3_n20000_cost_k)."),
+    Claim("similarity_match_d3_sharp",
+          "Added after the outside review (registration 3): at a sharper kappa = 20 (d = 3, n = 200,000), with 20 "
+          "similarity bins of equal probability under the limit law g, vMF-exp's similarity profile is within TV "
+          "0.03 of B-exp's (control: subsample B-exp, K = 100 random actions)",
+          "tv_sharp", "<=", 0.03, kind="paper", control="tv_sharp_subsample", source="preregistered", tests="paper",
+          basis=_I48R + "Added after the review (its N1: a design that can discriminate). The bar 0.03 is "
+                "similarity_match_d3's, proposed in the chapter's brief before the chapter existed; not refitted. "
+                "The design was chosen on seed 0 only: equal-width bins go blind when B-exp concentrates (almost all "
+                "mass in the top bins), so the bins are quantiles of g; at n = 20,000 with 20 quantile bins vMF-exp "
+                "was at 0.025 on seed 0 (its finite-n Voronoi effect is visible at that resolution), at n = 200,000 "
+                "0.0081 (10 bins: 0.014 and 0.006), so n = 200,000 was fixed. Subsample B-exp on seed 0: 0.059-0.061.",
+          control_basis=_I48R + "Subsample B-exp (K = 100 actions drawn uniformly at random, B-exp among them, "
+                "O(Kd) per draw): the cost-matched alternative a reader would try (see similarity_match_d3). At "
+                "kappa = 20 B-exp's mass sits on the few hundred most similar actions, which a random 100 of 200,000 "
+                "rarely contains, so its profile is shifted towards lower similarity."),
     Claim("match_improves_with_n",
           "The match is asymptotic: at d=8 the binned TV to B-exp falls at every step n = 2,000 -> 20,000 -> "
           "200,000 on uniform catalogues (largest ratio of consecutive TVs; control: the same on clustered "
@@ -604,7 +706,9 @@ CLAIMS = [
           "same ratio on the clustered catalogues of match_improves_with_n)",
           "tv_d8_span_ratio", "<=", 0.518, kind="paper", control="tv_d8_span_ratio_clustered", source="derived",
           tests="proxy",
-          basis=_I48 + "A corrected version beside match_improves_with_n, added before registration because on "
+          basis=_I48R + "Source 'derived' qualified (outside review): the order n^(-1/(d-1)) is a heuristic bound, "
+                "not a theorem, and the metric (the span ratio) was chosen after seed 0. Registration 2's basis: " +
+                _I48 + "A corrected version beside match_improves_with_n, added before registration because on "
                 "seed 0 that claim's new clustered control also fell at both steps (0.68, 0.89: its TV falls "
                 "towards a positive floor, 0.071 -> 0.048 -> 0.043, while the uniform one falls towards 0, "
                 "0.073 -> 0.031 -> 0.019), so 'falls at every step' cannot tell convergence to B-exp from "
@@ -637,24 +741,41 @@ CLAIMS = [
                 "the baseline it is compared with is now the user's B-exp, not Gumbel-max."),
     Claim("vmf_explores",
           "In the simulated recommender vMF-exp earns B-exp's mean reward within 25% either way, |ratio - 1| <= "
-          "0.25 (two-sided; control: uniform random picks)",
-          "reward_dev_vmf", "<=", 0.25, kind="paper", control="reward_dev_uniform", source="preregistered",
+          "0.25 (two-sided; control: the strongest alternative on each seed, the smallest |ratio - 1| of uniform "
+          "picks, truncated B-exp over the K=100 nearest items and subsample B-exp over K=100 random items)",
+          "reward_dev_vmf", "<=", 0.25, kind="paper", control="reward_dev_best_control", source="preregistered",
           tests="proxy",
           basis="vMF-exp 'serves as a scalable alternative to B-exp' for exploration, deployed on a music "
                 "streaming service (abstract); the paper gives no ratio. The chapter's one-sided bar 0.75 (fixed on "
                 "seeds 0-3 before issue 48: ratios 0.923, 0.951, 0.869, 1.004) is made two-sided at issue 48's "
-                "request (a substitute for B-exp should neither under- nor over-earn it): |ratio - 1| <= 0.25.",
-          control_basis=_I48 + "Control changed (issue 48: greedy never gets a first reward, stuck by "
+                "request (a substitute for B-exp should neither under- nor over-earn it): |ratio - 1| <= 0.25. "
+                "The upper bound 1.25 was added after the 16-seed sweep before issue 48 had been seen (vMF-exp ratios "
+                "0.81-1.15 there); it mirrors the preregistered lower bound.",
+          control_basis=_I48R + "Control changed again (outside review: one measured number was counted twice, here "
+                "against uniform picks, which cannot pass, 0.72-0.78, and in vmf_explores_vs_truncated against "
+                "truncated B-exp). Folded: one claim, whose control on each seed is the strongest of the alternatives "
+                "(the smallest |ratio - 1|): uniform picks, truncated B-exp (K = 100 nearest) and, new, subsample "
+                "B-exp (K = 100 random items, O(Kd) per round; the reviewer measured its ratios to B-exp within 25% "
+                "on 11 of 12 seeds). Each control's own deviation is reported (reward_dev_uniform, "
+                "reward_dev_truncated, reward_dev_subsample). Registration 2's result (uniform control): claim 16/16, "
+                "control 0/16. Registration 2's control basis: "
+                "Control changed (issue 48: greedy never gets a first reward, stuck by "
                 "construction): uniform random picks, the arm the recommender already ran (exploration with no "
                 "preference). Greedy is still run and reported. A second control, truncated B-exp, is claim "
                 "vmf_explores_vs_truncated."),
     Claim("vmf_explores_vs_truncated",
           "As vmf_explores, |reward ratio to B-exp - 1| <= 0.25, against the cheap alternative: control = B-exp "
           "truncated to the K = 100 actions nearest to V (a k-NN query as costly as one vMF-exp draw)",
-          "reward_dev_vmf", "<=", 0.25, kind="paper", control="reward_dev_truncated", source="issue 48",
-          tests="proxy",
+          "reward_dev_vmf", "<=", 0.25, kind="paper", control="reward_dev_truncated", source="preregistered",
+          tests="proxy", status="withdrawn",
+          reason="Outside review of registration 2: the same measured number as vmf_explores (reward_dev_vmf) "
+                 "counted as a second claim. Folded into vmf_explores, whose control on each seed is now the "
+                 "strongest of uniform, this truncated B-exp and subsample B-exp. Registration 2's result: 16/16, "
+                 "control 5/16 (not discriminating).",
           basis="Issue 48 asks for truncated B-exp as a control of vmf_explores with a two-sided test; same metric "
-                "and threshold as vmf_explores (see its basis).",
+                "and threshold as vmf_explores (see its basis). Source corrected from 'issue 48' to "
+                "'preregistered' (outside review): the threshold is vmf_explores' preregistered lower bound 0.75, "
+                "mirrored; the upper bound 1.25 was set after the old 16-seed sweep (vMF ratios 0.81-1.15) was seen.",
           control_basis=_I48 + "Truncated B-exp with K chosen by cost: K = 100 is where a KD-tree k-NN query plus "
                 "the softmax over its K answers costs what one vMF-exp draw costs (measured before registration "
                 "at n=20,000, d=3: 44 us against 47 us CPU per draw; K = 300 costs 79 us, 1,000 costs 253 us). "
@@ -680,5 +801,5 @@ CHAPTER = register(Chapter(
     title="Exploring Large Action Sets with Hyperspherical Embeddings using von Mises-Fisher Sampling",
     paper="Bendada, Salha-Galvan, Hennequin, Bontempelli, Bouabça, Cazenave. ICML 2025, PMLR 267:3677-3711. "
           "arXiv:2507.00518",
-    experiment=experiment, claims=CLAIMS, level="faithful", plots=plots, notebook="bandits/02_vmf.ipynb",
+    experiment=experiment, claims=CLAIMS, level="scaled down", plots=plots, notebook="bandits/02_vmf.ipynb",
 ))
