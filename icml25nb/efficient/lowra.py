@@ -914,7 +914,7 @@ CLAIMS = [
           "matrix and the tiny LM); one Lloyd-Max codebook per matrix does not",
           "lloyd2_over_nf2_max", "<=", 0.6, kind="paper", control="shared2_over_nf2_max", source="derived",
           tests="proxy",
-          basis="restored by issue 48 from f564e82..38b226c^ (dropped in b6e3cb5) with its statement, metric and "
+          basis="restored by issue 48 (in CLAIMS from f564e82 until b6e3cb5 dropped it) with its statement, metric and "
                 "threshold: 0.6 was proposed in the research brief before any code ran (its prototype measured 0.35 "
                 "on a heavy-tailed matrix); at equal code bits (2), not equal stored bits: the per-channel tables "
                 "cost 16*4/n bits per weight more than NF2's shared table (1 bit on the tiny LM's 64-weight rows)",
@@ -926,7 +926,7 @@ CLAIMS = [
           "docstrings); LoRA on LowRA 1.5's widths shuffled over the channels (the same bytes) is not",
           "ppl_lowra15_over_nf2", "<=", 1.0, kind="paper", control="ppl_shuffled15_over_nf2", source="derived",
           tests="paper",
-          basis="restored by issue 48 from f564e82..38b226c^ (dropped in b6e3cb5) with its statement, metric name and "
+          basis="restored by issue 48 (in CLAIMS from f564e82 until b6e3cb5 dropped it) with its statement, metric name and "
                 "threshold 1 ('no worse than NF2'); the budget is in code bits as the paper states it: on the tiny "
                 "LM LowRA 1.5 stores more in total than NF2 (its per-channel tables), see the accounting table",
           control_basis="the same ratio with the knapsack removed: " + _SHUF + " (issue 48)"),
