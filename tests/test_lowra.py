@@ -193,3 +193,44 @@ def test_quantize_model_total_budget():
     assert L.bits_over_target(L._model_qts(qm), nf2, total=True) <= 0
     with pytest.raises(ValueError, match="total_bits"):
         L.quantize_model(m, method="nf", total_bits=nf2)
+
+
+def test_shuffle_widths_keeps_the_bytes_and_only_moves_widths():
+    rb = np.array([1] * 20 + [2] * 9 + [4] * 3)
+    s = L.shuffle_widths(rb, seed=3, key=1)
+    np.testing.assert_array_equal(np.sort(s), np.sort(rb))  # a permutation
+    assert not np.array_equal(s, rb)
+    np.testing.assert_array_equal(s, L.shuffle_widths(rb, seed=3, key=1))  # seeded
+    assert not np.array_equal(s, L.shuffle_widths(rb, seed=4, key=1))
+    assert L.stored_bytes_for(s, 128) == L.stored_bytes_for(rb, 128)
+
+
+def test_quantize_model_shuffled_widths_same_bytes_more_error():
+    from icml25nb.tinylm import TinyLM
+    torch.manual_seed(3)
+    m = TinyLM(d_model=64, n_layers=1)
+    for kw in (dict(target_bits=1.15), dict(total_bits=L.model_bits(L.quantize_model(m, 2, "nf")))):
+        a = L.quantize_model(m, method="milp", **kw)
+        b = L.quantize_model(m, method="milp", shuffle_seed=0, **kw)
+        qa, qb = L._model_qts(a), L._model_qts(b)
+        assert [q.nbytes for q in qa] == [q.nbytes for q in qb]
+        assert any(not np.array_equal(x.bits, y.bits) for x, y in zip(qa, qb))
+        for x, y in zip(qa, qb):
+            np.testing.assert_array_equal(np.sort(x.bits), np.sort(y.bits))
+    with pytest.raises(ValueError, match="shuffle_seed"):
+        L.quantize_model(m, 2, "nf", shuffle_seed=0)
+
+
+def test_shared_lloyd_error_is_between_per_channel_lloyd_and_never_below_it():
+    W = L.heavy_tailed_matrix(64, 256, seed=8)
+    per_channel = L.relative_error(W, L.quantize(W, 2, method="uniform").dequantize())
+    shared = L.shared_lloyd_error([W], 2)
+    nf2 = L.relative_error(W, L.quantize(W, 2, method="nf").dequantize())
+    # one codebook for all rows cannot beat the per-row optimum (up to Lloyd's local optima and float16 rounding)
+    assert per_channel <= shared * (1 + 1e-3)
+    assert shared < nf2
+    # summed over matrices: error over total energy
+    W2 = L.heavy_tailed_matrix(16, 64, seed=9)
+    e1, e2 = L.shared_lloyd_error([W], 2), L.shared_lloyd_error([W2], 2)
+    n1, n2 = (W.astype(np.float64) ** 2).sum(), (W2.astype(np.float64) ** 2).sum()
+    assert L.shared_lloyd_error([W, W2], 2) == pytest.approx((e1 * n1 + e2 * n2) / (n1 + n2), rel=1e-9)

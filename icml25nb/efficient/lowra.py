@@ -25,12 +25,12 @@ from ..kernels.quant import NF4_LEVELS, dequantize_nf4, quantize_nf4
 from ..tinylm import TinyLM, perplexity, stdlib_corpus, train_lm
 
 # %% auto #0
-__all__ = ['NF_DELTA', 'SCALE_CONFIG', 'RECON_TARGETS', 'FT_SETTINGS', 'EQ', 'CLAIMS', 'CHAPTER', 'nf_levels', 'normalize_blocks',
+__all__ = ['NF_DELTA', 'SCALE_CONFIG', 'RECON_TARGETS', 'EQ', 'FT_SETTINGS', 'CLAIMS', 'CHAPTER', 'nf_levels', 'normalize_blocks',
            'weighted_lloyd_max', 'Codebooks', 'fit_codebooks', 'assign_precision', 'QuantizedTensor', 'bit_accounting',
            'stored_bytes_for', 'effective_bits', 'bits_over_target', 'code_target_for_total', 'quantize', 'dequantize',
-           'relative_error', 'QuantLoRALinear', 'quantize_model', 'quantized_layers', 'model_bits',
-           'heavy_tailed_matrix', 'reconstruction_study', 'finetune_study', 'nf4_matches_bitsandbytes', 'experiment',
-           'plots']
+           'relative_error', 'QuantLoRALinear', 'quantize_model', 'shuffle_widths', 'shared_lloyd_error',
+           'quantized_layers', 'model_bits', 'heavy_tailed_matrix', 'reconstruction_study', 'finetune_study',
+           'nf4_matches_bitsandbytes', 'experiment', 'plots']
 
 # %% ../../nbs/efficient/01_lowra.ipynb #fd4fa8f4
 NF_DELTA = 0.5 * ((1 - 1 / 30) + (1 - 1 / 32))  # QLoRA's outermost quantile, 0.9677083...
@@ -477,12 +477,16 @@ def _linears(model: nn.Module, skip) -> list[tuple[str, nn.Linear]]:
 
 def quantize_model(model: nn.Module, target_bits: float = 2.0, method: str = "milp", rank: int = 8,
                    alpha: float = 16.0, blocksize: int = 64, bits=(1, 2, 4), skip=("head",), scope: str = "model",
-                   iters: int = 30, seed: int = 0, total_bits: float | None = None) -> nn.Module:
-    "A copy of `model` with its nn.Linear layers (not in `skip`) as frozen quantised bases with LoRA adapters."
+                   iters: int = 30, seed: int = 0, total_bits: float | None = None,
+                   shuffle_seed: int | None = None) -> nn.Module:
+    """A copy of `model` with its nn.Linear layers (not in `skip`) as frozen quantised bases with LoRA adapters.
+    `shuffle_seed`: permute each layer's assigned row widths at random (`shuffle_widths`), the error-blind control."""
     if scope not in ("model", "layer"):
         raise ValueError(f"scope must be 'model' or 'layer', got {scope!r}")
     if total_bits is not None and (method not in ("milp", "greedy") or scope != "model"):
         raise ValueError("total_bits (a budget on everything stored) needs method 'milp' or 'greedy' and scope 'model'")
+    if shuffle_seed is not None and (method not in ("milp", "greedy") or scope != "model"):
+        raise ValueError("shuffle_seed (error-blind widths) needs method 'milp' or 'greedy' and scope 'model'")
     model = copy.deepcopy(model)
     for p in model.parameters():
         p.requires_grad_(False)
@@ -501,6 +505,8 @@ def quantize_model(model: nn.Module, target_bits: float = 2.0, method: str = "mi
             sizes = np.concatenate([cb.sizes for cb in cbs])
             split = np.cumsum([len(cb.sizes) for cb in cbs])[:-1]
             row_bits = np.split(assign_precision(E, sizes, target_bits, method, bits), split)
+        if shuffle_seed is not None:
+            row_bits = [shuffle_widths(rb, shuffle_seed, i) for i, rb in enumerate(row_bits)]
     for i, ((name, lin), W) in enumerate(zip(layers, Ws)):
         qt = quantize(W, target_bits, blocksize, method, bits, iters, codebooks=cbs[i], row_bits=row_bits[i])
         bias = None if lin.bias is None else lin.bias.detach().cpu()
@@ -508,6 +514,26 @@ def quantize_model(model: nn.Module, target_bits: float = 2.0, method: str = "mi
         parent, _, attr = name.rpartition(".")
         setattr(model.get_submodule(parent) if parent else model, attr, new)
     return model
+
+
+def shuffle_widths(row_bits, seed: int, key: int = 0) -> np.ndarray:
+    """The same row widths in a random order (seeded): as many 1-, 2- and 4-bit rows, so exactly the same stored
+    bytes, but spread over the channels without looking at their errors (the knapsack's choice removed)."""
+    return make_rng(seed, 41, key).permutation(np.asarray(row_bits, dtype=np.int64))
+
+
+def shared_lloyd_error(Ws: list, bits: int = 2, blocksize: int = 64, iters: int = 30) -> float:
+    """Relative error (summed over the matrices) of weighted Lloyd-Max with ONE codebook per matrix (fitted on all its
+    rows, stored as float16 like the per-channel tables): learned levels without a table per channel."""
+    num = den = 0.0
+    for W in Ws:
+        W = _check_matrix(W, blocksize)
+        X, absmax = normalize_blocks(W, blocksize)
+        x, w = X.reshape(1, -1), np.repeat(absmax.astype(np.float64) ** 2, blocksize, axis=1).reshape(1, -1)
+        levels = _store_levels(_lloyd_rows(x, w, 2 ** int(bits), iters)[0])
+        num += float(_weighted_errors(x, w, levels).sum())
+        den += float((W.astype(np.float64) ** 2).sum())
+    return num / den
 
 
 def quantized_layers(model: nn.Module) -> list[tuple[str, QuantLoRALinear]]:
@@ -547,8 +573,12 @@ SCALE_CONFIG = {
                  eval_windows=512),
 }
 RECON_TARGETS = (4.0, 2.0, 1.5, 1.15)
-FT_SETTINGS = (("NF2", "nf", 2.0), ("LowRA at NF2's size", "milp", "NF2"))
 EQ = "NF2"  # the target of a LowRA run whose total stored bits are capped at NF2's
+# (name, method, target): "shuffled" is LowRA's assignment with its row widths permuted at random per layer
+# (`shuffle_widths`): the same codebooks and exactly the same stored bytes, widths chosen without the knapsack
+FT_SETTINGS = (("NF2", "nf", 2.0), ("LowRA at NF2's size", "milp", EQ), ("shuffled at NF2's size", "shuffled", EQ),
+               ("LowRA 1.5", "milp", 1.5), ("shuffled 1.5", "shuffled", 1.5),
+               ("LowRA 1.15", "milp", 1.15), ("shuffled 1.15", "shuffled", 1.15))
 
 
 def _run_record(method, target, qts, Ws, energy, extra=None) -> dict:
@@ -563,7 +593,7 @@ def _run_record(method, target, qts, Ws, energy, extra=None) -> dict:
                 row_bits=np.concatenate([q.bits for q in qts]), **(extra or {}))
 
 
-def reconstruction_study(Ws: list, blocksize: int = 64, targets=RECON_TARGETS) -> dict:
+def reconstruction_study(Ws: list, blocksize: int = 64, targets=RECON_TARGETS, seed: int = 0) -> dict:
     "Error (summed over the matrices, relative to their energy) and bits of every method at every target, and LowRA at NF2's total stored bits."
     energy = sum(float((np.asarray(W, np.float64) ** 2).sum()) for W in Ws)
     cbs = [fit_codebooks(W, (1, 2, 4), blocksize) for W in Ws]
@@ -578,12 +608,19 @@ def reconstruction_study(Ws: list, blocksize: int = 64, targets=RECON_TARGETS) -
             if method in secs:
                 secs[method] += time.perf_counter() - t0
         runs.append(_run_record(method, float(t), qts, Ws, energy))
+    for t in [t for t in targets if t == 1.15]:  # error-blind control: LowRA's widths permuted (same stored bytes)
+        qts = []
+        for k, (W, cb) in enumerate(zip(Ws, cbs)):
+            rb = quantize(W, t, blocksize, "milp", codebooks=cb).bits
+            qts.append(quantize(W, t, blocksize, "milp", codebooks=cb, row_bits=shuffle_widths(rb, seed, k)))
+        runs.append(_run_record("shuffled", float(t), qts, Ws, energy))
     budget = _find(runs, "nf", 2.0)["bits"]  # NF2's total stored bits per weight on these matrices
     t_eq, row_bits = code_target_for_total(cbs, budget)
     qts = [quantize(W, t_eq, blocksize, "milp", codebooks=cb, row_bits=rb) for W, cb, rb in zip(Ws, cbs, row_bits)]
     runs.append(_run_record("milp", EQ, qts, Ws, energy, dict(code_target=t_eq, total_budget=budget,
                                                               total_excess=bits_over_target(qts, budget, total=True))))
-    return dict(runs=runs, seconds=secs)
+    shared = {b: shared_lloyd_error(Ws, b, blocksize) for b in (2,)}
+    return dict(runs=runs, seconds=secs, shared_lloyd=shared)
 
 
 def _find(runs, method, target):
@@ -611,23 +648,27 @@ def finetune_study(cfg: dict, seed: int = 0) -> dict:
             qm = _lora_on_float(qm, cfg["rank"], seed)
             bits = dict(code_bits=32.0, bits=32.0, excess=0.0)
         else:
+            kw = dict(rank=cfg["rank"], seed=seed)
+            if method == "shuffled":  # LowRA's widths, permuted within each layer: the same stored bytes
+                method, kw["shuffle_seed"] = "milp", seed
             if t == EQ:  # LowRA with its total stored bits (codes, scales, tables, widths) capped at NF2's
                 budget = out["settings"]["NF2"]["bits"]
-                qm = quantize_model(model, method=method, rank=cfg["rank"], seed=seed, total_bits=budget)
+                qm = quantize_model(model, method=method, total_bits=budget, **kw)
                 excess = bits_over_target(_model_qts(qm), budget, total=True)
             else:
-                qm = quantize_model(model, t, method, rank=cfg["rank"], seed=seed)
+                qm = quantize_model(model, t, method, **kw)
                 excess = bits_over_target(_model_qts(qm), t) if method != "nf" else 0.0
             qts = _model_qts(qm)
             acct = bit_accounting(qts)
             bits = dict(code_bits=model_bits(qm, False), bits=acct["total"], accounting=acct, excess=excess,
+                        nbytes=sum(q.nbytes for q in qts),
                         code_target=float(qts[0].target_bits))
             out["stored_diff"] = max([out["stored_diff"]] + [float(np.abs(q.decode_stored() - q.dequantize()).max())
                                                              for q in qts])
         no_lora, no_lora_code = ev(qm, docs), ev(qm, code)
         losses = train_lm(qm, docs.train, cfg["lora_steps"], cfg["lora_lr"], cfg["batch_size"], seed=seed + 1,
                           desc=f"LoRA {name}")
-        out["settings"][name] = dict(method=method, target=t, ppl_no_lora=no_lora, ppl_lora=ev(qm, docs),
+        out["settings"][name] = dict(method=next((m for n_, m, _ in FT_SETTINGS if n_ == name), None), target=t, ppl_no_lora=no_lora, ppl_lora=ev(qm, docs),
                                      ppl_code_no_lora=no_lora_code, losses=losses, **bits)
     return out, model
 
@@ -682,7 +723,10 @@ def _recon_metrics(rec: dict) -> dict:
                 code_bits_lowra_at_nf2_size=_find(runs, "milp", EQ)["code_bits"],
                 lloyd2_over_nf2=e("uniform", 2.0) / e("nf", 2.0), lowra2_over_lloyd2=e("milp", 2.0) / e("uniform", 2.0),
                 lowra115_over_nf2=e("milp", 1.15) / e("nf", 2.0), nf1_over_nf2=e("nf", 1.0) / e("nf", 2.0),
-                greedy_over_milp={t: e("greedy", t) / e("milp", t) for t in RECON_TARGETS})
+                greedy_over_milp={t: e("greedy", t) / e("milp", t) for t in RECON_TARGETS},
+                shared2_over_nf2=rec["shared_lloyd"][2] / e("nf", 2.0),
+                shuffled115_over_nf2=e("shuffled", 1.15) / e("nf", 2.0),
+                shuffled115_bytes_same=float(_find(runs, "shuffled", 1.15)["nbytes"] == _find(runs, "milp", 1.15)["nbytes"]))
 
 
 def experiment(scale: str = "fast", seed: int = 0) -> dict:
@@ -692,7 +736,7 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     ft, model = finetune_study(cfg, seed)
     model_Ws = [lin.weight.detach().numpy() for _, lin in _linears(model, ("head",))]
     synth = heavy_tailed_matrix(*cfg["synth"], seed=seed)
-    rec = {"synthetic": reconstruction_study([synth]), "tiny LM": reconstruction_study(model_Ws)}
+    rec = {"synthetic": reconstruction_study([synth], seed=seed), "tiny LM": reconstruction_study(model_Ws, seed=seed)}
     met = {k: _recon_metrics(v) for k, v in rec.items()}
     same, source = nf4_matches_bitsandbytes([synth] + model_Ws)
     S = ft["settings"]
@@ -712,10 +756,22 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
         synth_err_lowra_at_nf2_size=met["synthetic"]["err_lowra_at_nf2_size"], synth_err_lloyd2=met["synthetic"]["err_lloyd2"],
         lowra115_over_nf2_max=max(m["lowra115_over_nf2"] for m in met.values()),
         nf1_over_nf2_max=max(m["nf1_over_nf2"] for m in met.values()),
+        shuffled115_over_nf2_max=max(m["shuffled115_over_nf2"] for m in met.values()),
+        lloyd2_over_nf2_max=max(m["lloyd2_over_nf2"] for m in met.values()),
+        shared2_over_nf2_max=max(m["shared2_over_nf2"] for m in met.values()),
+        ft_ppl_lowra_eq_over_nf2=eq["ppl_lora"] / nf2["ppl_lora"],
+        ft_ppl_shuffled_eq_over_nf2=S["shuffled at NF2's size"]["ppl_lora"] / nf2["ppl_lora"],
+        ppl_lowra15_over_nf2=S["LowRA 1.5"]["ppl_lora"] / nf2["ppl_lora"],
+        ppl_shuffled15_over_nf2=S["shuffled 1.5"]["ppl_lora"] / nf2["ppl_lora"],
+        ppl_lowra115_over_nf2=S["LowRA 1.15"]["ppl_lora"] / nf2["ppl_lora"],
+        ppl_shuffled115_over_nf2=S["shuffled 1.15"]["ppl_lora"] / nf2["ppl_lora"],
         # checks, read from the stored arrays
         budget_excess_max=max([r["excess"] for r in allruns] + [r.get("total_excess", -1.0) for r in allruns]
                               + [s["excess"] for s in S.values()]),
         stored_decode_max_diff=max([r["stored_diff"] for r in allruns] + [ft["stored_diff"]]),
+        shuffled_same_bytes=float(all(m["shuffled115_bytes_same"] for m in met.values()) and all(
+            S[f"shuffled {k}"]["nbytes"] == S[f"LowRA {k}"]["nbytes"] for k in ("1.5", "1.15"))
+            and S["shuffled at NF2's size"]["nbytes"] == eq["nbytes"]),
         bytes_lowra15_over_nf4=nb("synthetic", "milp", 1.5) / nb("synthetic", "nf", 4.0),
         bytes_lowra15_over_nf4_tiny_lm=nb("tiny LM", "milp", 1.5) / nb("tiny LM", "nf", 4.0),
         no_lora_over_adapted=eq["ppl_no_lora"] / max(eq["ppl_lora"], nf2["ppl_lora"]),
@@ -760,12 +816,13 @@ def plots(result: dict) -> dict:
             ax.axhline(s["ppl_lora"], color="k", ls="--", lw=1, label="full precision + LoRA")
             ax.axhline(s["ppl_no_lora"], color="gray", ls="--", lw=1, label="full precision, no LoRA")
             continue
-        color = "C0" if s["method"] == "nf" else "C3"
+        color = {"nf": "C0", "shuffled": "C1"}.get(s["method"], "C3")
         ax.scatter(s["bits"], s["ppl_lora"], color=color, marker="o", zorder=3)
         ax.scatter(s["bits"], s["ppl_no_lora"], color=color, marker="o", facecolors="none", zorder=3)
         ax.annotate(name, (s["bits"], s["ppl_lora"]), textcoords="offset points", xytext=(4, -12), fontsize=8)
     ax.scatter([], [], color="C0", label="NormalFloat + LoRA (hollow: no LoRA)")
     ax.scatter([], [], color="C3", label="LowRA + LoRA (hollow: no LoRA)")
+    ax.scatter([], [], color="C1", label="LowRA's widths shuffled + LoRA (hollow: no LoRA)")
     ax.set(xlabel="total stored bits per weight of the quantised layers", ylabel="perplexity on held-out docstrings",
            title="LoRA adaptation from code to docstrings on a quantised tiny LM")
     ax.legend(fontsize=8); ax.grid(alpha=0.3)
@@ -797,35 +854,91 @@ _CTRL_FT = ("control: the same LoRA run on the NF2 base (QLoRA's NormalFloat at 
             "cap LowRA's")
 _PREREG = ("preregistered 2026-12-04 on seeds 0-3 (rule: midpoint of the worst metric and the best control over "
            "seeds 0-3, three significant digits) before seeds 4-15 were run")
+_SHUF = ("LowRA's own assignment with its row widths permuted at random within each layer (`shuffle_widths`, seeded "
+         "by the run's seed): the same per-channel Lloyd-Max codebooks and exactly as many 1-, 2- and 4-bit rows, so "
+         "exactly the same stored bytes (checked by shuffled_same_bytes), with the knapsack's choice of which channel "
+         "gets which width removed. One width cannot make a fractional budget, so this is 'uniform per-channel "
+         "Lloyd-Max at the same total stored bits' (issue 48) in the only form that stores the same bytes")
+_I48 = "issue 48"
 CLAIMS = [
     Claim("finetune_lowra_vs_nf2_equal_size",
           "After LoRA fine-tuning, LowRA with at most NF2's total stored bits (codes + scales + tables + widths) reaches "
           "a held-out perplexity within the threshold of full-precision LoRA (ratio); NF2 does not",
           "ft_ppl_ratio_lowra_at_nf2_size", "<=", 1.037, kind="paper", control="ft_ppl_ratio_nf2",
-          source="preregistered",
+          source="preregistered", tests="paper",
           basis="preregistered 2026-12-04 on seeds 0-3 before seeds 4-15 were run: metric 1.0418, 1.0315, 1.0292, "
                 "1.0393, control 1.0506, 1.0375, 1.0506, 1.0489 overlap across seeds, so the threshold is the largest "
                 "three-decimal value at which the control fails on all of seeds 0-3 (fallback fixed after seeing "
-                "them); " + _CTRL_FT),
+                "them). Issue 48: a threshold picked as the largest value at which the control fails is tuned to the "
+                "control; kept unchanged and evaluated as written, the head-to-head version is "
+                "finetune_lowra_vs_nf2_equal_size_paired",
+          control_basis=_CTRL_FT + " (the paper's baseline, QLoRA)"),
+    Claim("finetune_lowra_vs_nf2_equal_size_paired",
+          "After LoRA fine-tuning, LowRA with at most NF2's total stored bits has a lower held-out perplexity than NF2 "
+          "(head to head, same seed: ppl(LowRA) / ppl(NF2) < 1); LoRA on LowRA's widths shuffled over the channels "
+          "(the same bytes) does not",
+          "ft_ppl_lowra_eq_over_nf2", "<", 1.0, kind="paper", control="ft_ppl_shuffled_eq_over_nf2",
+          source=_I48, tests="paper",
+          basis="issue 48: 'register the head-to-head claim ppl(LowRA) / ppl(NF2) < 1 at equal stored bits (today "
+                "9/16)'; threshold 1 = better than the paper's baseline at the same stored size, fixed by the issue",
+          control_basis="the same ratio with the knapsack removed: " + _SHUF + " (issue 48)"),
     Claim("tiny_lm_error_equal_size",
           "On the tiny LM's layers, LowRA at NF2's total stored bits has a relative reconstruction error below the "
           "threshold; NF2 does not",
           "tiny_lm_err_lowra_at_nf2_size", "<=", 0.251, kind="paper", control="tiny_lm_err_nf2",
-          source="preregistered", basis=_PREREG + ": metric 0.1940, 0.1920, 0.1947, 0.1962; control 0.3073, 0.3064, "
-                                               "0.3050, 0.3057; control: NF2 on the same layers"),
+          source="preregistered", tests="proxy",
+          basis=_PREREG + ": metric 0.1940, 0.1920, 0.1947, 0.1962; control 0.3073, 0.3064, 0.3050, 0.3057",
+          control_basis="NF2 on the same layers (the paper's baseline, QLoRA's NormalFloat); reconstruction error is "
+                        "a proxy for the paper's downstream quality"),
     Claim("mixed_beats_uniform_equal_size",
           "On the heavy-tailed matrix, mixed 1/2/4-bit LowRA at NF2's total stored bits has a relative error below the "
           "threshold; uniform 2-bit per-channel Lloyd-Max (more stored bits) does not",
           "synth_err_lowra_at_nf2_size", "<=", 0.120, kind="paper", control="synth_err_lloyd2",
-          source="preregistered", basis=_PREREG + ": metric 0.0962, 0.0983, 0.1038, 0.1037; control 0.1403, 0.1366, "
-                                               "0.1381, 0.1381; control: the same codebooks with mixed precision removed "
-                                               "(every channel at 2 bits, more stored bits)"),
+          source="preregistered", tests="proxy",
+          basis=_PREREG + ": metric 0.0962, 0.0983, 0.1038, 0.1037; control 0.1403, 0.1366, 0.1381, 0.1381",
+          control_basis="the same codebooks with mixed precision removed (every channel at 2 bits, which stores more "
+                        "bits than the metric's run)"),
     Claim("lowra115_beats_nf2",
           "At 1.15 code bits LowRA still has less reconstruction error than NF2 at 2 bits (error ratio, worse of the "
-          "synthetic matrix and the tiny LM); NormalFloat at 1 bit does not",
-          "lowra115_over_nf2_max", "<", 1.0, kind="paper", control="nf1_over_nf2_max", source="derived",
-          basis="threshold 1: 'still accurate at 1.15 bits' read as 'no worse than the 2-bit baseline'; "
-                "control: NormalFloat at 1 bit (the baseline at the nearest width it has, fewer stored bits)"),
+          "synthetic matrix and the tiny LM); per-channel Lloyd-Max at the same total stored bits without the "
+          "knapsack does not",
+          "lowra115_over_nf2_max", "<", 1.0, kind="paper", control="shuffled115_over_nf2_max", source="derived",
+          tests="proxy",
+          basis="threshold 1: 'still accurate at 1.15 bits' read as 'no worse than the 2-bit baseline'; a "
+                "reconstruction proxy for the paper's downstream claim (finetune_lowra115_vs_nf2 is the fine-tuning "
+                "version)",
+          control_basis="control changed by issue 48 (was NormalFloat at 1 bit, nf1_over_nf2_max, which stores fewer "
+                        "bits and fails by construction; still reported): " + _SHUF + ", on each matrix"),
+    Claim("lloyd_beats_nf2",
+          "At 2 bits, per-channel weighted Lloyd-Max has <= 0.6x NF2's reconstruction error (worse of the synthetic "
+          "matrix and the tiny LM); one Lloyd-Max codebook per matrix does not",
+          "lloyd2_over_nf2_max", "<=", 0.6, kind="paper", control="shared2_over_nf2_max", source="derived",
+          tests="proxy",
+          basis="restored by issue 48 (in CLAIMS from f564e82 until b6e3cb5 dropped it) with its statement, metric and "
+                "threshold: 0.6 was proposed in the research brief before any code ran (its prototype measured 0.35 "
+                "on a heavy-tailed matrix); at equal code bits (2), not equal stored bits: the per-channel tables "
+                "cost 16*4/n bits per weight more than NF2's shared table (1 bit on the tiny LM's 64-weight rows)",
+          control_basis="the 'specific to each slice' of the paper's learned encoders/decoders removed: the same "
+                        "weighted Lloyd-Max, one float16 table per matrix fitted on all its rows "
+                        "(shared_lloyd_error), the strongest simple alternative to per-channel tables (issue 48)"),
+    Claim("finetune_lowra15_vs_nf2",
+          "After LoRA fine-tuning, LowRA at 1.5 code bits is no worse than NF2 (perplexity ratio on held-out "
+          "docstrings); LoRA on LowRA 1.5's widths shuffled over the channels (the same bytes) is not",
+          "ppl_lowra15_over_nf2", "<=", 1.0, kind="paper", control="ppl_shuffled15_over_nf2", source="derived",
+          tests="paper",
+          basis="restored by issue 48 (in CLAIMS from f564e82 until b6e3cb5 dropped it) with its statement, metric name and "
+                "threshold 1 ('no worse than NF2'); the budget is in code bits as the paper states it: on the tiny "
+                "LM LowRA 1.5 stores more in total than NF2 (its per-channel tables), see the accounting table",
+          control_basis="the same ratio with the knapsack removed: " + _SHUF + " (issue 48)"),
+    Claim("finetune_lowra115_vs_nf2",
+          "After LoRA fine-tuning, LowRA at 1.15 code bits is no worse than NF2 at 2 bits (perplexity ratio on "
+          "held-out docstrings); LoRA on LowRA 1.15's widths shuffled over the channels (the same bytes) is not",
+          "ppl_lowra115_over_nf2", "<=", 1.0, kind="paper", control="ppl_shuffled115_over_nf2", source=_I48,
+          tests="paper",
+          basis="added by issue 48 ('the paper's 1.15-bit claim is about downstream quality: add a fine-tuning claim "
+                "at 1.15 bits'); threshold 1: 'still accurate at 1.15 bits' read as in lowra115_beats_nf2, no worse "
+                "than the 2-bit baseline after the same LoRA run",
+          control_basis="the same ratio with the knapsack removed: " + _SHUF + " (issue 48)"),
     Claim("nf4_bitsandbytes",
           "NF4 output is byte-identical to bitsandbytes' CPU quantize_4bit(nf4) (synthetic matrix and every layer of the tiny LM)",
           "nf4_identical", ">=", 1.0, kind="check", basis="bitsandbytes' rules, reimplemented"),
@@ -836,6 +949,11 @@ CLAIMS = [
     Claim("stored_arrays_decode",
           "The stored arrays alone (the bytes counted) rebuild every quantised matrix exactly (max abs difference)",
           "stored_decode_max_diff", "<=", 0.0, kind="check", basis="the storage format; bit-exact"),
+    Claim("shuffled_same_bytes",
+          "Every shuffled-width control stores exactly the bytes of the LowRA run it controls (reconstruction at 1.15 "
+          "bits; fine-tuning at NF2's size, 1.5 and 1.15)",
+          "shuffled_same_bytes", ">=", 1.0, kind="check",
+          basis="a permutation of the row widths keeps the code, table and width bytes (added by issue 48)"),
     Claim("memory_half_nf4",
           "At 1.5 code bits the stored base weights take <= 0.5x the bytes of NF4, everything counted (1024-column rows)",
           "bytes_lowra15_over_nf4", "<=", 0.5, kind="check",
