@@ -654,7 +654,13 @@ CLAIMS = [
           "|a|_2 rises (smallest over instances of min(|a(t_gen)| / |a(t_fit)|, |theta(t_fit)| / |theta(t_gen)|); "
           "0 if a run never fits or never generalises)",
           "wd_norms_opposite_min", ">", 1.0, kind="paper", control="nowd_norms_opposite_min", source="paper",
-          tests="proxy",
+          tests="proxy", status="withdrawn",
+          reason="withdrawn in registration 3 (issue 48, by the lead, before its sweep): its control, the same model "
+                 "without weight decay from the same init, never generalises within the run on any seed (0 on all 16 "
+                 "seeds of registration 2's sweep, 27729a0), a control that fails by construction, which the book "
+                 "does not accept; registration 2's result (16/16, 1.39 [1.25, 1.59]) stays in the chapter. A "
+                 "control that can generalise (for example the same model without decay from a smaller init) is "
+                 "left for a later registration.",
           basis="added in registration 2 after the results of registration 1 (issue 48 review: "
                 "l2_grows_while_generalising cannot discriminate). What was known when it was added: sweep 1727359 "
                 "(ISTA only; this model was never run there) and a probe on seeds 0-3 only (init 0.1, 0.3, 0.5; decay "
