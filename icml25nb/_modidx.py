@@ -1220,6 +1220,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                            'icml25nb/generative/creativity.py'),
                                                 'icml25nb.generative.creativity.calibrate_patch_size': ( 'generative/creativity.html#calibrate_patch_size',
                                                                                                          'icml25nb/generative/creativity.py'),
+                                                'icml25nb.generative.creativity.calibrate_patch_sizes': ( 'generative/creativity.html#calibrate_patch_sizes',
+                                                                                                          'icml25nb/generative/creativity.py'),
                                                 'icml25nb.generative.creativity.ddim_sample': ( 'generative/creativity.html#ddim_sample',
                                                                                                 'icml25nb/generative/creativity.py'),
                                                 'icml25nb.generative.creativity.digits_images': ( 'generative/creativity.html#digits_images',

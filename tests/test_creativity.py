@@ -107,3 +107,30 @@ def test_scheduled_ls_uses_the_patch_size_of_each_time():
     for t, k in k_of_t.items():
         np.testing.assert_array_equal(fn(x, t), C.local_denoiser(x, t, train, k, "circular"))
     assert not np.allclose(fn(x, 0.5), C.scheduled_els(train, k_of_t)(x, 0.5))  # LS is not ELS
+
+
+def test_calibrating_two_networks_at_once_equals_calibrating_each():
+    "The shared calibration reuses the ELS fields; each network's cosines and k(t) are those of its own calibration."
+    rng = np.random.default_rng(4)
+    train, held = rng.uniform(-1, 1, (12, 6, 6)), rng.uniform(-1, 1, (3, 6, 6))
+    fns = {"k3": lambda x, t: C.els_denoiser(x, t, train, 3), "k5": lambda x, t: C.els_denoiser(x, t, train, 5)}
+    both = C.calibrate_patch_sizes(fns, held, train, ks=(1, 3, 5), steps=3, seed=2)
+    for name, fn in fns.items():
+        one = C.calibrate_patch_size(fn, held, train, ks=(1, 3, 5), steps=3, seed=2)
+        np.testing.assert_array_equal(both[name]["cos"], one["cos"])
+        assert both[name]["k_of_t"] == one["k_of_t"]
+    assert list(both["k3"]["k"]) == [3, 3, 3] and list(both["k5"]["k"]) == [5, 5, 5]
+
+
+def test_dilated_network_is_not_local_on_the_digits():
+    "The control network (middle 3x3 dilated by 2): receptive field 9, every output pixel of an 8x8 image sees every input."
+    torch.manual_seed(0)
+    local, wide = C.ConvDenoiser(channels=8), C.ConvDenoiser(channels=8, dilation=2)
+    assert (local.receptive_field, wide.receptive_field) == (7, 9)
+    xa = torch.zeros(1, 8, 8)
+    xb = xa.clone()
+    xb[0, 0, 0] = 1.0
+    t = torch.tensor([0.5])
+    with torch.no_grad():
+        assert (wide(xb, t) - wide(xa, t)).abs().min() > 0
+        assert (local(xb, t) - local(xa, t)).abs()[0, 4, 4] == 0  # 4 pixels away (wrapped) is outside 7x7

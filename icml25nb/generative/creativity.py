@@ -18,8 +18,8 @@ from ..kernels import patch_score as PK
 # %% auto #0
 __all__ = ['COPY_THRESHOLD', 'SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'digits_images', 'noise_schedule', 'image_patches',
            'ideal_denoiser', 'local_denoiser', 'els_denoiser', 'ConvDenoiser', 'train_denoiser', 'network_denoiser',
-           'ddim_sample', 'scheduled_els', 'scheduled_ls', 'calibrate_patch_size', 'r2', 'nearest_train_distance',
-           'experiment', 'plots']
+           'ddim_sample', 'scheduled_els', 'scheduled_ls', 'calibrate_patch_sizes', 'calibrate_patch_size', 'r2',
+           'nearest_train_distance', 'experiment', 'plots']
 
 # %% ../../nbs/generative/01_creativity.ipynb #6f457ea4
 def digits_images(seed: int = 0) -> np.ndarray:
@@ -113,20 +113,22 @@ def els_denoiser(x, t: float, train, k: int, padding: str = "circular") -> np.nd
 
 # %% ../../nbs/generative/01_creativity.ipynb #5ea63b1e
 class ConvDenoiser(nn.Module):
-    "Fully convolutional epsilon-predictor: 3x3 conv in, residual 3x3 and 1x1 blocks with a time bias, 3x3 conv out."
+    "Fully convolutional epsilon-predictor: 3x3 conv in, residual 3x3 (dilated by `dilation`) and 1x1 blocks with a time bias, 3x3 conv out."
     def __init__(self, channels: int = 32, n3x3: int = 3, n1x1: int = 2, padding_mode: str = "circular",
-                 emb: int = 32):
+                 emb: int = 32, dilation: int = 1):
         super().__init__()
         if n3x3 < 2:
             raise ValueError("n3x3 counts the input and output 3x3 convolutions too: it must be at least 2")
-        conv = lambda cin, cout, k: nn.Conv2d(cin, cout, k, padding=k // 2, padding_mode=padding_mode)
+        check_int("dilation", dilation, 1)
+        conv = lambda cin, cout, k, d=1: nn.Conv2d(cin, cout, k, padding=d * (k // 2), dilation=d,
+                                                   padding_mode=padding_mode)
         self.inp, self.out = conv(1, channels, 3), conv(channels, 1, 3)
-        self.blocks = nn.ModuleList([conv(channels, channels, 3) for _ in range(n3x3 - 2)]
+        self.blocks = nn.ModuleList([conv(channels, channels, 3, dilation) for _ in range(n3x3 - 2)]
                                     + [conv(channels, channels, 1) for _ in range(n1x1)])
         self.emb_dim = emb
         self.time = nn.Sequential(nn.Linear(emb, 128), nn.ReLU())
         self.bias = nn.ModuleList([nn.Linear(128, channels) for _ in self.blocks])
-        self.receptive_field = 2 * n3x3 + 1
+        self.receptive_field = 2 * (2 + (n3x3 - 2) * dilation) + 1
 
     def forward(self, x, t):
         "x: (B, H, W) noisy images, t: (B,) times in [0, 1] -> predicted noise (B, H, W)."
@@ -201,23 +203,33 @@ def scheduled_ls(train, k_of_t: dict, padding: str = "circular"):
     return lambda x, t: local_denoiser(x, t, train, k_of_t[round(float(t), 6)], padding)
 
 
-def calibrate_patch_size(net_fn, heldout, train, ks=(3, 5, 7), steps: int = 20, seed: int = 0,
-                         padding: str = "circular") -> dict:
-    "Per sampler time, the k whose ELS score field is most aligned (median cosine) with the network's, on held-out x_t."
+def calibrate_patch_sizes(net_fns: dict, heldout, train, ks=(3, 5, 7), steps: int = 20, seed: int = 0,
+                          padding: str = "circular") -> dict:
+    "`calibrate_patch_size` for several networks on the same held-out x_t (the ELS fields are computed once)."
     heldout = _images(heldout, "heldout")
     rng = make_rng(check_seed(seed), 10)
     ts = [round(i / steps, 6) for i in range(steps, 0, -1)]
-    cos = np.empty((len(ts), len(ks)))
+    cos = {name: np.empty((len(ts), len(ks))) for name in net_fns}
     unit = lambda e: e.reshape(len(e), -1) / np.linalg.norm(e.reshape(len(e), -1), axis=1, keepdims=True)
     for i, t in enumerate(progress(ts, desc="calibrating k(t)")):
         a, b = noise_schedule(t)
         xt = a * heldout + b * rng.standard_normal(heldout.shape)
-        e_net = unit((xt - a * net_fn(xt, t)) / b)
+        e_net = {name: unit((xt - a * fn(xt, t)) / b) for name, fn in net_fns.items()}
         for j, k in enumerate(ks):
             e_els = unit((xt - a * els_denoiser(xt, t, train, k, padding)) / b)
-            cos[i, j] = np.median((e_net * e_els).sum(1))
-    best = [int(ks[j]) for j in cos.argmax(1)]
-    return dict(t=np.array(ts), k=np.array(best), ks=np.array(ks), cos=cos, k_of_t=dict(zip(ts, best)))
+            for name in net_fns:
+                cos[name][i, j] = np.median((e_net[name] * e_els).sum(1))
+    out = {}
+    for name, c in cos.items():
+        best = [int(ks[j]) for j in c.argmax(1)]
+        out[name] = dict(t=np.array(ts), k=np.array(best), ks=np.array(ks), cos=c, k_of_t=dict(zip(ts, best)))
+    return out
+
+
+def calibrate_patch_size(net_fn, heldout, train, ks=(3, 5, 7), steps: int = 20, seed: int = 0,
+                         padding: str = "circular") -> dict:
+    "Per sampler time, the k whose ELS score field is most aligned (median cosine) with the network's, on held-out x_t."
+    return calibrate_patch_sizes({"net": net_fn}, heldout, train, ks, steps, seed, padding)["net"]
 
 
 def r2(a, b) -> np.ndarray:
@@ -244,14 +256,14 @@ COPY_THRESHOLD = 0.1
 
 SCALE_CONFIG = {
     "fast": dict(n_train=400, n_cal=8, n_samples=32, steps=20, channels=64, n1x1=2, batch=32, train_steps=3000,
-                 lr=2e-3, ks=(1, 3, 5, 7)),
+                 lr=2e-3, ks=(1, 3, 5, 7), nonlocal_dilation=2),
     "full": dict(n_train=1000, n_cal=32, n_samples=100, steps=20, channels=64, n1x1=3, batch=128,
-                 train_steps=12_000, lr=2e-3, ks=(1, 3, 5, 7)),
+                 train_steps=12_000, lr=2e-3, ks=(1, 3, 5, 7), nonlocal_dilation=2),
 }
 
 
 def experiment(scale: str = "fast", seed: int = 0) -> dict:
-    "Train the convolutional denoiser, calibrate k(t), sample network / ELS / IS from shared noise, compare."
+    "Train the local denoiser and its non-local control, calibrate k(t), sample networks / ELS / LS / IS from shared noise."
     import time
     cfg = SCALE_CONFIG[check_scale(scale)]
     seed = check_seed(seed)
@@ -264,37 +276,73 @@ def experiment(scale: str = "fast", seed: int = 0) -> dict:
     losses = train_denoiser(model, train, cfg["train_steps"], cfg["batch"], cfg["lr"], seed)
     net_fn = network_denoiser(model)
     timings["train"] = time.perf_counter() - t0
+    # the control network (issue 48): same layers, initial weights and batches; its 3x3 block dilated (field >= image)
     t0 = time.perf_counter()
-    cal = calibrate_patch_size(net_fn, held, train, cfg["ks"], cfg["steps"], seed)
+    torch.manual_seed(seed)
+    wide = ConvDenoiser(cfg["channels"], 3, cfg["n1x1"], dilation=cfg["nonlocal_dilation"])
+    if wide.receptive_field < max(train.shape[1:]):
+        raise ValueError(f"the non-local network's receptive field {wide.receptive_field} is smaller than the image")
+    losses_nl = train_denoiser(wide, train, cfg["train_steps"], cfg["batch"], cfg["lr"], seed)
+    wide_fn = network_denoiser(wide)
+    timings["train_nonlocal"] = time.perf_counter() - t0
+    t0 = time.perf_counter()  # both networks on the same held-out x_t
+    both = calibrate_patch_sizes({"local": net_fn, "nonlocal": wide_fn}, held, train, cfg["ks"], cfg["steps"], seed)
+    cal, cal_nl = both["local"], both["nonlocal"]
     timings["calibrate"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     x_T = make_rng(seed, 11).standard_normal((cfg["n_samples"],) + train.shape[1:])
-    samples = {"network": ddim_sample(net_fn, x_T, cfg["steps"]),
-               "ELS": ddim_sample(scheduled_els(train, cal["k_of_t"]), x_T, cfg["steps"]),
-               "LS": ddim_sample(scheduled_ls(train, cal["k_of_t"]), x_T, cfg["steps"]),
-               "IS": ddim_sample(lambda x, t: ideal_denoiser(x, t, train), x_T, cfg["steps"])}
+    machines = {}
+
+    def local_machines(k_of_t):  # ELS and LS samples for one k(t) schedule (computed once per distinct schedule)
+        key = tuple(sorted(k_of_t.items()))
+        if key not in machines:
+            machines[key] = (ddim_sample(scheduled_els(train, k_of_t), x_T, cfg["steps"]),
+                             ddim_sample(scheduled_ls(train, k_of_t), x_T, cfg["steps"]))
+        return machines[key]
+
+    els, ls = local_machines(cal["k_of_t"])
+    els_nl, ls_nl = local_machines(cal_nl["k_of_t"])
+    samples = {"network": ddim_sample(net_fn, x_T, cfg["steps"]), "ELS": els, "LS": ls,
+               "IS": ddim_sample(lambda x, t: ideal_denoiser(x, t, train), x_T, cfg["steps"]),
+               "non-local network": ddim_sample(wide_fn, x_T, cfg["steps"])}
     timings["sample"] = time.perf_counter() - t0
     r2_els, r2_is = r2(samples["network"], samples["ELS"]), r2(samples["network"], samples["IS"])
     r2_ls = r2(samples["network"], samples["LS"])
+    wide_s = samples["non-local network"]
+    r2_els_nl, r2_ls_nl, r2_is_nl = r2(wide_s, els_nl), r2(wide_s, ls_nl), r2(wide_s, samples["IS"])
+    med = lambda v: float(np.median(v))
     centred = lambda s: s.reshape(len(s), -1) - s.reshape(len(s), -1).mean(1, keepdims=True)
     a_, b_ = centred(samples["network"]), centred(samples["ELS"])
     r_els = (a_ * b_).sum(1) / (np.linalg.norm(a_, axis=1) * np.linalg.norm(b_, axis=1))
     near = {name: nearest_train_distance(s, train) for name, s in samples.items()}
     near["held-out digits"] = nearest_train_distance(held, train)
     copies = {name: float(np.mean(d < COPY_THRESHOLD)) for name, (d, _) in near.items()}
+    # copies up to a circular shift (an equivariant network that is not local could memorise shifted digits)
+    H, W = train.shape[1:]
+    shifted = np.concatenate([np.roll(train, (dy, dx), (1, 2)) for dy in range(H) for dx in range(W)])
+    copies_shift = {name: float(np.mean(nearest_train_distance(s, shifted)[0] < COPY_THRESHOLD))
+                    for name, s in samples.items()}
     # the identity: LS with a patch covering the whole image (zero padding, k = 2H - 1) is the ideal denoiser
     xi = make_rng(seed, 12).standard_normal((4,) + train.shape[1:])
     identity = max(float(np.abs(local_denoiser(xi, t, train[:64], 2 * train.shape[1] - 1, "zeros")
                                 - ideal_denoiser(xi, t, train[:64])).max()) for t in (0.2, 0.6, 0.95))
     return dict(
         scale=scale, seed=seed, config=cfg, losses=np.array(losses), calibration=cal, samples=samples,
+        losses_nonlocal=np.array(losses_nl), calibration_nonlocal=cal_nl,
+        samples_nonlocal_machines={"ELS": els_nl, "LS": ls_nl},
+        receptive_field=model.receptive_field, receptive_field_nonlocal=wide.receptive_field,
+        final_loss=float(np.mean(losses[-300:])), final_loss_nonlocal=float(np.mean(losses_nl[-300:])),
         r2_els=r2_els, r2_is=r2_is, r2_ls=r2_ls, r_els=r_els,
+        r2_els_nonlocal=r2_els_nl, r2_ls_nonlocal=r2_ls_nl, r2_is_nonlocal=r2_is_nl,
         nearest={name: dict(distance=d, index=i) for name, (d, i) in near.items()}, copies=copies,
-        median_r2_els=float(np.median(r2_els)), median_r2_is=float(np.median(r2_is)),
-        median_r2_ls=float(np.median(r2_ls)),
-        median_r_els=float(np.median(r_els)),
-        r2_gap=float(np.median(r2_els) - np.median(r2_is)),
+        copies_shift=copies_shift,
+        median_r2_els=med(r2_els), median_r2_is=med(r2_is), median_r2_ls=med(r2_ls), median_r_els=med(r_els),
+        median_r2_els_nonlocal=med(r2_els_nl), median_r2_ls_nonlocal=med(r2_ls_nl),
+        median_r2_is_nonlocal=med(r2_is_nl),
+        r2_gap=med(r2_els) - med(r2_is), r2_gap_ls=med(r2_els) - med(r2_ls),
+        r2_gap_nonlocal=med(r2_els_nl) - med(r2_is_nl), r2_gap_ls_nonlocal=med(r2_els_nl) - med(r2_ls_nl),
         copy_is=copies["IS"], copy_els=copies["ELS"], copy_network=copies["network"], copy_ls=copies["LS"],
+        copy_nonlocal=copies["non-local network"],
         ls_is_identity_error=identity, train_images=train, timings=timings,
     )
 
@@ -305,9 +353,10 @@ def plots(result: dict) -> dict:
     figs = {}
     S, train = result["samples"], result["train_images"]
     n = min(8, len(S["network"]))
-    fig, axes = plt.subplots(5, n, figsize=(1.3 * n, 7.2))
+    fig, axes = plt.subplots(6, n, figsize=(1.3 * n, 8.6))
     rows = [("network", S["network"]), ("ELS", S["ELS"]), ("LS", S["LS"]), ("IS", S["IS"]),
-            ("nearest train\n(to network)", train[result["nearest"]["network"]["index"]])]
+            ("nearest train\n(to network)", train[result["nearest"]["network"]["index"]]),
+            ("non-local\nnetwork", S["non-local network"])]
     for r, (name, imgs) in enumerate(rows):
         for c in range(n):
             ax = axes[r, c]
@@ -317,7 +366,7 @@ def plots(result: dict) -> dict:
                 ax.set_ylabel(name, fontsize=8)
             if r == 1:
                 ax.set_title(f"r2={result['r2_els'][c]:.2f}", fontsize=7)
-    fig.suptitle("Same noise, four samplers (r2: network vs ELS)", fontsize=10)
+    fig.suptitle("Same noise, five samplers (r2: network vs ELS)", fontsize=10)
     fig.tight_layout()
     figs["samples"] = fig
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
@@ -325,6 +374,8 @@ def plots(result: dict) -> dict:
     axes[0].hist(result["r2_els"], bins, alpha=0.7, label=f"network vs ELS (median {result['median_r2_els']:.2f})")
     axes[0].hist(result["r2_ls"], bins, alpha=0.6, label=f"network vs LS (median {result['median_r2_ls']:.2f})")
     axes[0].hist(result["r2_is"], bins, alpha=0.6, label=f"network vs IS (median {result['median_r2_is']:.2f})")
+    axes[0].hist(result["r2_els_nonlocal"], bins, histtype="step", color="k",
+                 label=f"non-local network vs its ELS (median {result['median_r2_els_nonlocal']:.2f})")
     axes[0].set(xlabel="r^2 per sample", ylabel="samples", title="Which machine predicts the network?")
     axes[0].legend(fontsize=8)
     cal = result["calibration"]
@@ -349,31 +400,73 @@ def plots(result: dict) -> dict:
 
 # %% ../../nbs/generative/01_creativity.ipynb #c0eb32b7
 _PREREG = "fixed on seeds 0-3 (fast scale) before seeds 4-15 were run; seeds 0-3: {}"
+_NONLOCAL = ("the paper's premise removed from the network: the same network (layers, parameter count, initial weights, "
+             "batches, steps) with its 3x3 block dilated by 2, so that its receptive field (9) covers the 8x8 image "
+             "(issue 48: 'a non-local CNN, receptive field at least the image'); its k(t) calibrated against it exactly "
+             "as for the local network. The paper's own contrast is a network with non-local operations (attention "
+             "UNets, whose samples ELS predicts less well, median r^2 0.77 on CIFAR10)")
+_ISSUE48 = ("issue 48: {} The threshold is the brief's bar (ELS r^2 at least 0.1 above its baseline), first registered "
+            "as els_beats_ideal in 9d22094 and fixed before this code ran on any seed; the old sweep (f61528a) already "
+            "showed ELS, IS and LS medians on seeds 0-15 for the local network, so this bar was not blind to them")
 CLAIMS = [
     Claim("els_predicts_network",
           "The ELS machine predicts the trained convolutional network's samples from the same noise: median "
           "r^2(network, ELS) >= 0.8 (control: the ideal score machine, neither local nor equivariant)",
-          "median_r2_els", ">=", 0.8, kind="paper", control="median_r2_is", source="preregistered",
+          "median_r2_els", ">=", 0.8, kind="paper", control="median_r2_is", source="preregistered", tests="paper",
+          control_basis="the paper's baseline: the ideal score machine (IS), the closed-form optimum without locality "
+                        "or equivariance, run with the same sampler from the same noise",
           basis="Paper (abstract): ELS predicts trained ResNet/UNet outputs with median r^2 0.95/0.94/0.94/0.96 on "
                 "CIFAR10/FashionMNIST/MNIST/CelebA; 0.8 is this chapter's bar at 8x8 and 400 images. "
                 + _PREREG.format("0.879, 0.889, 0.868, 0.897 (control 0.230, 0.057, 0.034, 0.176)")),
     Claim("equivariance_needed",
           "... and equivariance is needed: median r^2(network, ELS) >= 0.8 (control: the local, non-equivariant LS "
           "machine with the same calibrated k(t))",
-          "median_r2_els", ">=", 0.8, kind="paper", control="median_r2_ls", source="preregistered",
+          "median_r2_els", ">=", 0.8, kind="paper", control="median_r2_ls", source="preregistered", tests="proxy",
+          control_basis="the LS machine: the paper's local, non-equivariant intermediate machine, same k(t)",
           basis="Paper: locality and equivariance together explain the networks' creativity; LS (locality alone) is "
                 "the paper's intermediate machine. "
-                + _PREREG.format("0.879, 0.889, 0.868, 0.897 (control 0.377, 0.083, 0.076, 0.343)")),
+                + _PREREG.format("0.879, 0.889, 0.868, 0.897 (control 0.377, 0.083, 0.076, 0.343)"),
+          status="withdrawn",
+          reason="issue 48: its measured value is els_predicts_network's (median r^2(network, ELS) against the same "
+                 "0.8): one number counted twice. The comparison it meant, ELS against LS head to head, is "
+                 "els_beats_local"),
+    Claim("els_beats_ideal",
+          "Head to head on the same samples: median r^2(network, ELS) - median r^2(network, IS) >= 0.1 (control: the "
+          "same difference for the non-local network, with ELS calibrated against it)",
+          "r2_gap", ">=", 0.1, kind="paper", control="r2_gap_nonlocal", source="issue 48", tests="paper",
+          control_basis=_NONLOCAL,
+          basis=_ISSUE48.format("restore the head-to-head r^2 gap ELS - IS (els_beats_ideal, dropped after 9d22094, "
+                                "restored with its statement and threshold).")),
+    Claim("els_beats_local",
+          "Head to head on the same samples: median r^2(network, ELS) - median r^2(network, LS) >= 0.1, LS with the "
+          "same k(t) (control: the same difference for the non-local network, ELS and LS calibrated against it)",
+          "r2_gap_ls", ">=", 0.1, kind="paper", control="r2_gap_ls_nonlocal", source="issue 48", tests="proxy",
+          control_basis=_NONLOCAL + ". This removes the network's locality, not its equivariance (a network without "
+                        "equivariance was not trained here)",
+          basis=_ISSUE48.format("the head-to-head r^2 gap ELS - LS in place of equivariance_needed; tests=proxy: "
+                                "the paper's argument is that equivariance is needed, this measures it as a gap "
+                                "in r^2 with the same bar as ELS - IS.")),
     Claim("els_creates",
-          "ELS samples are not copies: at most 20% lie within 0.1 (normalised) of a training image (control: IS)",
-          "copy_els", "<=", 0.2, kind="paper", control="copy_is", source="preregistered",
-          basis="Paper: ELS makes 'locally consistent patch mosaics', new images, while the ideal score memorises. "
-                + _PREREG.format("0, 0, 0, 0 (control 1, 1, 1, 1)")),
+          "ELS samples are not copies: at most 20% lie within 0.1 (normalised) of a training image (control: the "
+          "local, non-equivariant LS machine with the same k(t))",
+          "copy_els", "<=", 0.2, kind="paper", control="copy_ls", source="preregistered", tests="proxy",
+          control_basis="issue 48: the control changed from the ideal machine (which copies by construction: the "
+                        "check ideal_memorises) to the LS machine with the same k(t), equivariance removed",
+          saturated="a copy fraction of 0 is the metric's lower bound: no ELS sample within 0.1 of a training image",
+          basis="Paper: ELS makes 'locally consistent patch mosaics', new images, while the ideal score memorises; "
+                "the paper shows the mosaics and does not count copies (tests=proxy). 20% from the brief's proposal. "
+                + _PREREG.format("0, 0, 0, 0 (old control IS: 1, 1, 1, 1)")),
     Claim("network_creates",
-          "Network samples are not copies: at most 20% within 0.1 of a training image (control: IS)",
-          "copy_network", "<=", 0.2, kind="paper", control="copy_is", source="preregistered",
-          basis="Paper: trained convolutional diffusion models generate novel images, unlike the ideal score. "
-                + _PREREG.format("0, 0, 0, 0 (control 1, 1, 1, 1)")),
+          "Network samples are not copies: at most 20% within 0.1 of a training image (control: the non-local "
+          "network, same layers and training, receptive field 9 >= the 8x8 image)",
+          "copy_network", "<=", 0.2, kind="paper", control="copy_nonlocal", source="preregistered", tests="proxy",
+          control_basis="issue 48: the control changed from the ideal machine (which copies by construction) to "
+                        + _NONLOCAL,
+          saturated="a copy fraction of 0 is the metric's lower bound: no network sample within 0.1 of a training "
+                    "image",
+          basis="Paper: trained convolutional diffusion models generate novel images, unlike the ideal score; the "
+                "paper does not count copies (tests=proxy). 20% from the brief's proposal. "
+                + _PREREG.format("0, 0, 0, 0 (old control IS: 1, 1, 1, 1)")),
     Claim("ideal_memorises", "The ideal score machine ends on training images: >= 90% of its samples within 0.1 "
           "of one (the theory's limit; a check of the sampler and of the machine)", "copy_is", ">=", 0.9,
           kind="check"),
