@@ -100,7 +100,6 @@ def test_claims_json_rows(two_runs, monkeypatch, capsys):
     (("bench", "nope"), "unknown kernel 'nope'"),
     (("register", "no_such_chapter"), "unknown chapter 'no_such_chapter'"),
     (("register", "precond"), "already registered"),
-    (("sweep", "mnl", "--seeds", "0-1"), "will not write the committed sweep file of mnl"),
     (("launch",), "invalid choice"),
     ((), "required"),
 ])
@@ -127,3 +126,12 @@ def test_bench_prints_ratios():
     assert res["kernel"] == "rng" and res["reference"] in res["seconds"]
     text = cli("bench", "rng", "--size", "small", "--repeat", "1").stdout
     assert "x ref" in text
+
+
+def test_sweep_refuses_the_committed_file_without_a_registration(tmp_path):
+    """The committed sweep file is written only under a registration (issue 45). Since issue 48 every chapter is
+    registered, so the refusal is exercised on a root with no git history (the gate runs before any seed)."""
+    from icml25nb.sweep import sweep
+    with pytest.raises(ValueError, match="will not write the committed sweep file"):
+        sweep("mnl", seeds=[0], root=tmp_path)
+    assert not any(tmp_path.rglob("*.sweep.json"))
