@@ -21,14 +21,15 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['SCALES', 'OPS', 'KINDS', 'SOURCES', 'TESTS', 'STATUSES', 'PARTS', 'LEVELS', 'CLAIM_STATUSES', 'check_scale',
-           'check_seed', 'check_int', 'check_finite', 'check_positive', 'make_rng', 'seed_everything', 'in_test',
-           'progress_enabled', 'PlainProgress', 'progress', 'Claim', 'ClaimResult', 'evaluate_claim', 'evaluate_claims',
-           'all_passed', 'contract_problems', 'contract_holds', 'claims_table', 'claims_summary', 'controls_text',
-           'claims_report_text', 'show_claims', 'Chapter', 'register', 'chapters', 'get_chapter', 'run_chapter',
-           'control_fails', 'claim_discriminates', 'seed_independent', 'constant_control', 'claim_status',
-           'record_verdicts', 'record_claim_status', 'repo_root', 'chapter_file', 'sweep_path', 'load_sweep',
-           'sweep_disagreements', 'run_problems', 'SweepAgreement', 'assert_sweep_agrees', 'to_jsonable', 'save_result',
-           'save_figures', 'convergence_plot']
+           'ArgumentTypeError', 'check_seed', 'check_int', 'check_float', 'check_positive', 'check_prob',
+           'check_choice', 'check_finite', 'check_array', 'check_ids', 'memory_bytes', 'check_memory', 'make_rng',
+           'seed_everything', 'in_test', 'progress_enabled', 'PlainProgress', 'progress', 'Claim', 'ClaimResult',
+           'evaluate_claim', 'evaluate_claims', 'all_passed', 'contract_problems', 'contract_holds', 'claims_table',
+           'claims_summary', 'controls_text', 'claims_report_text', 'show_claims', 'Chapter', 'register', 'chapters',
+           'get_chapter', 'run_chapter', 'control_fails', 'claim_discriminates', 'seed_independent', 'constant_control',
+           'claim_status', 'record_verdicts', 'record_claim_status', 'repo_root', 'chapter_file', 'sweep_path',
+           'load_sweep', 'sweep_disagreements', 'run_problems', 'SweepAgreement', 'assert_sweep_agrees', 'to_jsonable',
+           'save_result', 'save_figures', 'convergence_plot']
 
 # %% ../nbs/00_core.ipynb #3f09a8a0
 SCALES: tuple[str, ...] = ("fast", "full")
@@ -40,36 +41,161 @@ def check_scale(scale: str) -> str:
     return scale
 
 # %% ../nbs/00_core.ipynb #26a8735c
+class ArgumentTypeError(TypeError, ValueError):
+    "A bad argument of the wrong type: catchable both as `TypeError` and as `ValueError` (every check raises one of them)."
+
+def _tname(x: Any) -> str:
+    return type(x).__name__
+
 def check_seed(seed: Any) -> int:
-    "`seed` as a Python int; it must be a non-negative integer."
+    "`seed` as a Python int; it must be an integer in [0, 2**63) (NumPy, torch and numba all take it)."
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be a non-negative integer, got {type(seed).__name__}")
-    if seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed}")
+        raise ArgumentTypeError(f"seed must be a non-negative integer, got {_tname(seed)}")
+    if seed < 0 or seed >= 2**63:
+        raise ValueError(f"seed must be a non-negative integer below 2**63, got {seed}")
     return int(seed)
 
-def check_int(name: str, x: Any, minimum: int = 0) -> int:
-    "`x` as a Python int; raises a ValueError naming `name` unless it is an integer (not a bool) >= `minimum`."
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {x!r}")
+def check_int(name: str, x: Any, minimum: int | None = 0, maximum: int | None = None) -> int:
+    "`x` as a Python int; a one-line error naming `name` unless it is an integer (not a bool) in [`minimum`, `maximum`]."
+    rng = (f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]") if minimum is not None else \
+        (f"<= {maximum}" if maximum is not None else "")
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+        raise ArgumentTypeError(f"{name} must be an integer {rng}, got {x!r} ({_tname(x)})".replace("  ", " "))
+    if (minimum is not None and x < minimum) or (maximum is not None and x > maximum):
+        raise ValueError(f"{name} must be an integer {rng}, got {x!r}")
     return int(x)
 
-def check_finite(name: str, x: Any) -> np.ndarray:
-    "`x` as a float array; raises a ValueError naming `name` if it has NaN or infinite entries."
-    a = np.asarray(x, dtype=float)
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} must be finite (found NaN or inf)")
-    return a
-
-def check_positive(name: str, x: Any, strict: bool = True) -> float:
-    "`x` as a float; raises a ValueError naming `name` unless it is finite and > 0 (>= 0 if not `strict`)."
+def check_float(name: str, x: Any, minimum: float | None = None, maximum: float | None = None, *,
+                open_min: bool = False, open_max: bool = False, finite: bool = True) -> float:
+    "`x` as a Python float; a one-line error naming `name` unless it is a real number (not a bool or a string), finite if `finite`, within the bounds."
+    if isinstance(x, (bool, np.bool_, str, bytes)) or x is None:
+        raise ArgumentTypeError(f"{name} must be a real number, got {x!r} ({_tname(x)})")
+    if isinstance(x, (complex, np.complexfloating)):
+        raise ArgumentTypeError(f"{name} must be a real number, got a complex {x!r}")
+    if isinstance(x, np.ndarray) and x.ndim != 0:
+        raise ArgumentTypeError(f"{name} must be a real number, got an array of shape {x.shape}")
     try:
         v = float(x)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number, got {type(x).__name__}") from None
+        raise ArgumentTypeError(f"{name} must be a real number, got {_tname(x)}") from None
+    if math.isnan(v) or (finite and math.isinf(v)):
+        raise ValueError(f"{name} must be a finite number, got {v}")
+    lo_bad = minimum is not None and (v <= minimum if open_min else v < minimum)
+    hi_bad = maximum is not None and (v >= maximum if open_max else v > maximum)
+    if lo_bad or hi_bad:
+        lo = "(-inf" if minimum is None else ("(" if open_min else "[") + f"{minimum:g}"
+        hi = "inf)" if maximum is None else f"{maximum:g}" + (")" if open_max else "]")
+        raise ValueError(f"{name} must lie in {lo}, {hi}, got {v:g}")
+    return v
+
+def check_positive(name: str, x: Any, strict: bool = True) -> float:
+    "`x` as a float; raises a ValueError naming `name` unless it is finite and > 0 (>= 0 if not `strict`)."
+    if isinstance(x, (bool, np.bool_, str, bytes)) or x is None:
+        raise ArgumentTypeError(f"{name} must be a number, got {_tname(x)}")
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        raise ArgumentTypeError(f"{name} must be a number, got {_tname(x)}") from None
     if not math.isfinite(v) or v < 0 or (strict and v == 0):
         raise ValueError(f"{name} must be {'positive' if strict else 'non-negative'} and finite, got {x}")
     return v
+
+def check_prob(name: str, x: Any, open_min: bool = False, open_max: bool = False) -> float:
+    "`x` as a float in [0, 1] (ends excluded on request); a one-line error naming `name` otherwise."
+    return check_float(name, x, 0.0, 1.0, open_min=open_min, open_max=open_max)
+
+def check_choice(name: str, x: Any, choices: Iterable[Any]) -> Any:
+    "`x` if it is one of `choices`; a one-line ValueError naming `name` and the choices otherwise."
+    choices = tuple(choices)
+    try:
+        ok = x in choices
+    except Exception:  # an unhashable or array-valued `x`
+        ok = False
+    if not ok or isinstance(x, np.ndarray):
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {x!r}")
+    return x
+
+def check_finite(name: str, x: Any) -> np.ndarray:
+    "`x` as a float array; raises a ValueError naming `name` if it has NaN or infinite entries."
+    return check_array(name, x, contiguous=False)
+
+def check_array(name: str, x: Any, *, ndim: int | tuple[int, ...] | None = None,
+                shape: tuple[int | None, ...] | None = None, dtype: Any = np.float64, finite: bool = True,
+                min_size: int = 0, contiguous: bool = True, integer: bool = False,
+                minimum: float | None = None, maximum: float | None = None) -> np.ndarray:
+    """`x` as a NumPy array of `dtype` (C-contiguous if `contiguous`), checked; a one-line error naming `name`.
+
+    `ndim` (an int or a tuple of allowed ones) and `shape` (ints, or None for a free axis) fix the layout;
+    `finite` refuses NaN and inf; `min_size` refuses arrays with fewer entries; `integer` refuses non-integral
+    values (for an integer `dtype` the input must already hold integers: 1.5 is never truncated);
+    `minimum`/`maximum` bound every entry. Strings, objects, complex numbers and ragged lists are refused."""
+    if isinstance(x, (str, bytes)) or x is None:
+        raise ArgumentTypeError(f"{name} must be an array of numbers, got {_tname(x)}")
+    try:
+        raw = np.asarray(x)
+    except (ValueError, TypeError) as e:  # ragged nested lists
+        raise ArgumentTypeError(f"{name} must be a rectangular array of numbers ({e})") from None
+    if raw.dtype.kind not in "biuf":
+        what = "complex numbers" if raw.dtype.kind == "c" else f"dtype {raw.dtype}"
+        raise ArgumentTypeError(f"{name} must be an array of real numbers, got {what}")
+    target = np.dtype(dtype)
+    if target.kind in "iu" or integer:
+        integer = True
+        if raw.dtype.kind == "f":
+            if not np.all(np.isfinite(raw)):
+                raise ValueError(f"{name} must hold finite integers (found NaN or inf)")
+            if raw.size and not np.all(raw == np.round(raw)):
+                raise ValueError(f"{name} must hold integers, got non-integral values")
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if raw.ndim not in allowed:
+            want = " or ".join(f"{d}-D" for d in allowed)
+            raise ValueError(f"{name} must be a {want} array, got shape {raw.shape}")
+    if shape is not None:
+        if raw.ndim != len(shape) or any(s is not None and s != t for s, t in zip(shape, raw.shape)):
+            want = "(" + ", ".join("n" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+            raise ValueError(f"{name} must have shape {want}, got {raw.shape}")
+    if raw.size < min_size:
+        raise ValueError(f"{name} must have at least {min_size} entries, got {raw.size}")
+    if target.kind in "iu" and raw.size:
+        info = np.iinfo(target)
+        lo, hi = raw.min(), raw.max()
+        if lo < info.min or hi > info.max:
+            raise ValueError(f"{name} has entries outside the range of {target} ([{lo}, {hi}])")
+    a = np.asarray(raw, dtype=target)
+    if contiguous:
+        a = np.ascontiguousarray(a)
+    if finite and a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite (found NaN or inf)")
+    if a.size and (minimum is not None or maximum is not None):
+        if np.any(np.isnan(a)) if a.dtype.kind == "f" else False:
+            raise ValueError(f"{name} must not contain NaN")
+        lo, hi = a.min(), a.max()
+        if (minimum is not None and lo < minimum) or (maximum is not None and hi > maximum):
+            raise ValueError(f"{name} entries must lie in [{'-inf' if minimum is None else minimum}, "
+                             f"{'inf' if maximum is None else maximum}], got [{lo}, {hi}]")
+    return a
+
+def check_ids(name: str, x: Any, n: int, *, ndim: int | tuple[int, ...] | None = None, min_size: int = 0) -> np.ndarray:
+    "`x` as an int64 array of ids in [0, `n`): no wrap-around of negative ids, no aliasing of ids >= `n`."
+    return check_array(name, x, ndim=ndim, dtype=np.int64, min_size=min_size, minimum=0, maximum=n - 1)
+
+def memory_bytes() -> int:
+    "This machine's physical memory in bytes (8 GiB where it cannot be read)."
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2**30
+
+def check_memory(name: str, n_items: float, itemsize: int = 8, fraction: float = 0.5) -> int:
+    """Refuse, up front and naming `name`, a size whose `n_items` x `itemsize` bytes would exceed `fraction` of
+    this machine's memory (a run that would be killed or swap for minutes); returns the byte count."""
+    need = float(n_items) * itemsize
+    have = fraction * memory_bytes()
+    if not math.isfinite(need) or need > have:
+        raise ValueError(f"{name} is too large: it needs about {need / 2**30:.3g} GiB, more than "
+                         f"{fraction:.0%} of this machine's {memory_bytes() / 2**30:.3g} GiB")
+    return int(need)
 
 # %% ../nbs/00_core.ipynb #8f0f3e93
 def make_rng(seed: int, *keys: int) -> np.random.Generator:
