@@ -26,3 +26,26 @@ One module per loop. Each has a NumPy reference, an `@njit` CPU kernel and a
 - `springs`: many undamped spring systems integrated at once by velocity Verlet (the PCL chapter's data).
 - `softvi`: soft (maximum-entropy) value iteration, log-sum-exp over actions, on a deterministic tabular MDP.
 """
+
+# This folder is importable as top-level `kernels` from the repository root (Python puts the working directory on
+# sys.path), where it would shadow the `kernels` package on PyPI that transformers and bitsandbytes import. Imported
+# under that name, it hands the name over to the installed package, so that both work from the repository root; as
+# `icml25nb.kernels` (its installed name) nothing happens.
+if __name__ == "kernels":
+    import importlib.machinery as _machinery
+    import importlib.util as _util
+    import os as _os
+    import sys as _sys
+
+    _root = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+    _rest = [p for p in _sys.path if _os.path.abspath(p or _os.getcwd()) != _root]
+    _spec = _machinery.PathFinder.find_spec("kernels", _rest)
+    if _spec is not None and _spec.origin and _os.path.abspath(_spec.origin) != _os.path.abspath(__file__):
+        _mod = _util.module_from_spec(_spec)
+        _sys.modules["kernels"] = _mod  # the import statement returns what sys.modules holds when this file ends
+        try:
+            _spec.loader.exec_module(_mod)
+        except BaseException:
+            del _sys.modules["kernels"]
+            raise
+    del _machinery, _util, _os, _sys, _root, _rest, _spec

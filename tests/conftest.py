@@ -18,3 +18,16 @@ try:
     torch.set_num_threads(1)
 except ImportError:
     pass
+
+# property-based (fuzz) suites: a bounded number of examples in CI (they also run under NUMBA_BOUNDSCHECK=1),
+# derandomised so that a CI run is repeatable; HYPOTHESIS_PROFILE=deep for a longer hunt by hand.
+try:
+    from hypothesis import HealthCheck, settings  # noqa: E402
+
+    settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True, print_blob=True,
+                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    settings.register_profile("deep", max_examples=2000, deadline=None,
+                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+except ImportError:  # hypothesis is in the dev extra
+    pass
