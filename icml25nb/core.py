@@ -200,7 +200,8 @@ def check_memory(name: str, n_items: float, itemsize: int = 8, fraction: float =
 # %% ../nbs/00_core.ipynb #8f0f3e93
 def make_rng(seed: int, *keys: int) -> np.random.Generator:
     "A NumPy Generator for `seed`, optionally split further by integer `keys` (independent sub-streams)."
-    return np.random.default_rng(np.random.SeedSequence(check_seed(seed), spawn_key=tuple(int(k) for k in keys)))
+    keys = tuple(check_int(f"keys[{i}]", k) for i, k in enumerate(keys))
+    return np.random.default_rng(np.random.SeedSequence(check_seed(seed), spawn_key=keys))
 
 def seed_everything(seed: int) -> np.random.Generator:
     "Seed `random`, NumPy's global state and torch with `seed`; return `make_rng(seed)`."
@@ -381,7 +382,8 @@ class Claim:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {self.kind!r}")
         try:
-            finite = math.isfinite(float(self.threshold))
+            finite = (not isinstance(self.threshold, (str, bytes, bool, np.bool_))
+                      and math.isfinite(float(self.threshold)))
         except (TypeError, ValueError):
             finite = False
         if not finite:
@@ -725,7 +727,12 @@ def claim_status(kind: str, passed: Sequence[bool], control_passed: Sequence[boo
     withdrawn; seed-independent (`constant`: its value or its control's is the same on every seed, and the claim does
     not declare why); not reproduced (passes on no seed); not discriminating (its control does not fail on more than
     2 of 16 seeds); reproduced (passes on at least 14 of 16); partly."""
+    check_choice("kind", kind, KINDS)
     n, k = len(passed), int(sum(bool(p) for p in passed))
+    if kind == "paper" and len(control_passed) not in (0, n):
+        raise ValueError(f"control_passed must have one verdict per seed ({n}), got {len(control_passed)}")
+    if control is not None and kind == "paper" and len(control) != len(control_passed):
+        raise ValueError(f"control must have one value per seed ({len(control_passed)}), got {len(control)}")
     if n == 0:
         return "not run"
     if withdrawn:
