@@ -173,7 +173,7 @@ def _build_sampler(jit, uniform):
     return sample_one
 
 
-_sample_one = _build_sampler(njit(cache=False, inline="always"), R.uniform)
+_sample_one = _build_sampler(njit(cache=False, inline="always"), R._uniform)
 _cuda_sample_one = _build_sampler(lambda f: cuda.jit(device=True)(f), R.cuda_uniform)
 
 
@@ -181,7 +181,7 @@ _cuda_sample_one = _build_sampler(lambda f: cuda.jit(device=True)(f), R.cuda_uni
 def _wood_njit_libm(mu, kappa, b, x0, c, seed, out):
     "The previous CPU kernel (libm log, sqrt, cos, sin for every normal of every attempt), kept for the benchmark."
     for i in prange(out.shape[0]):
-        _sample_one(mu, kappa, b, x0, c, R.stream_key(seed, i), out[i])
+        _sample_one(mu, kappa, b, x0, c, R._stream_key(seed, i), out[i])
 
 
 # --- The CPU kernel: the same draws, vectorised ----------------------------------------------------------------------
@@ -229,7 +229,7 @@ def _fast_log(x):
 @njit(inline="always", error_model="numpy")
 def _u53(key, counter):
     "Draw `counter` of stream `key` as the integer m in [0, 2^53) of R.uniform's m 2^-53."
-    return np.int64(R.u64(key, counter) >> np.uint64(11))
+    return np.int64(R._u64(key, counter) >> np.uint64(11))
 
 
 @njit(inline="always", error_model="numpy")
@@ -315,7 +315,7 @@ def _sample_fast(mu, kappa, b, x0, c, key, out_row):
             ss += gl * gl
         Z = 0.5 * (1.0 + g0 / math.sqrt(ss))
         w = (1.0 - (1.0 + b) * Z) / (1.0 - (1.0 - b) * Z)
-        U = R.uniform(key, base + P - 1)
+        U = R._uniform(key, base + P - 1)
         lhs = kappa * w + (d - 1) * math.log(1.0 - x0 * w) - c
         if U == 0.0 or lhs >= math.log(U):
             break
@@ -367,7 +367,7 @@ def _wood3_block(mu, kappa, b, x0, c, seed, i0, out):
     r = n
     while r:  # rounds: every pending sample's next attempt (vectorised), then the rejected ones compacted
         for t in range(r):
-            Wt[t], ok[t] = _attempt3(kappa, b, x0, c, R.stream_key(seed, i0 + J[t]), 5 * At[t])
+            Wt[t], ok[t] = _attempt3(kappa, b, x0, c, R._stream_key(seed, i0 + J[t]), 5 * At[t])
         r2 = 0
         for t in range(r):
             if ok[t]:
@@ -381,7 +381,7 @@ def _wood3_block(mu, kappa, b, x0, c, seed, i0, out):
     m0, m1, m2 = mu[0], mu[1], mu[2]
     o0, o1, o2 = Wt, np.empty(n), np.empty(n)
     for j in range(n):
-        key = R.stream_key(seed, i0 + j)
+        key = R._stream_key(seed, i0 + j)
         base = 5 * (A[j] + 1)
         r = math.sqrt(-2.0 * _log1m(_u53(key, base)))
         cs, sn = _sincos_turns(_u53(key, base + 1))
@@ -409,7 +409,7 @@ def _wood_njit(mu, kappa, b, x0, c, seed, out):
             _wood3_block(mu, kappa, b, x0, c, seed, i0, out[i0:min(n, i0 + _B3)])
         return
     for i in prange(n):
-        _sample_fast(mu, kappa, b, x0, c, R.stream_key(seed, i), out[i])
+        _sample_fast(mu, kappa, b, x0, c, R._stream_key(seed, i), out[i])
 
 
 @njit(cache=True, error_model="numpy")
@@ -418,7 +418,7 @@ def _wood_serial(mu, kappa, b, x0, c, seed, out):
         _wood3_block(mu, kappa, b, x0, c, seed, 0, out)
         return
     for i in range(out.shape[0]):
-        _sample_fast(mu, kappa, b, x0, c, R.stream_key(seed, i), out[i])
+        _sample_fast(mu, kappa, b, x0, c, R._stream_key(seed, i), out[i])
 
 
 @njit(parallel=True, cache=True, error_model="numpy")

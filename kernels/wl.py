@@ -54,7 +54,7 @@ from icml25nb.core import ArgumentTypeError, check_array, check_int, check_memor
 from icml25nb.kernels._bench import best_time as _best_time, race as _race
 from numba import cuda, njit
 
-from .rng import cuda_mix64, mix64
+from .rng import _mix64, cuda_mix64
 
 __all__ = ["wl_colors_ref", "wl_colors_njit", "wl_colors_cuda", "wl_final_ref", "wl_final_njit", "wl_stable_ref",
            "wl_stable_njit",
@@ -180,7 +180,7 @@ def _build_hash(jit, mix):
     return node_hash
 
 
-_node_hash = _build_hash(njit(cache=True, inline="always"), mix64)
+_node_hash = _build_hash(njit(cache=True, inline="always"), _mix64)
 _cuda_node_hash = _build_hash(cuda.jit(device=True), cuda_mix64)
 
 
