@@ -23,7 +23,7 @@ import math
 import numpy as np
 from numba import cuda, njit
 
-from icml25nb.core import check_array, check_float, check_int
+from icml25nb.core import check_choice, check_array, check_float, check_int
 from icml25nb.kernels._bench import best_time as _best_time
 from icml25nb.kernels._threads import map_row_blocks, row_blocks
 
@@ -213,6 +213,7 @@ def benchmark(size: str = "default", repeat: int = 2) -> dict:
     "ELS weights for a batch of noisy 8x8 images against every 5x5 patch of a training set: NumPy, @njit, torch."
     import torch
     import torch.nn.functional as F
+    size = check_choice("size", size, ("small", "default", "full"))
     n_img, n_train, k = {"small": (4, 50, 5), "default": (32, 1000, 5), "full": (64, 1797, 5)}[size]
     H = 8
     rng = np.random.default_rng(0)

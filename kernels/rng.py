@@ -21,7 +21,7 @@ from __future__ import annotations
 
 
 import numpy as np
-from icml25nb.core import check_memory
+from icml25nb.core import check_choice, check_memory
 from icml25nb.kernels._bench import best_time as _best_time
 from numba import cuda, njit, prange
 from numba.extending import overload
@@ -249,6 +249,7 @@ def uniform_fill_cuda(seed: int, n_streams: int, n_draws: int, threads_per_block
 
 def benchmark(size: str = "default", repeat: int = 5) -> dict:
     "Time uniform_fill: NumPy reference, @njit kernel and NumPy's own PCG64 Generator on the same matrix size."
+    size = check_choice("size", size, ("small", "default", "full"))
     n_streams, n_draws = {"small": (256, 256), "default": (4096, 1024), "full": (16384, 1024)}[size]
     gen = np.random.default_rng(0)
     rows = {

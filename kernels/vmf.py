@@ -37,7 +37,8 @@ import numpy as np
 from numba import cuda, njit, prange
 
 from icml25nb.kernels import rng as R
-from icml25nb.kernels._bench import best_time as _best_time
+from icml25nb.core import ArgumentTypeError, check_array, check_choice, check_float, check_int, check_memory, check_seed
+from icml25nb.kernels._bench import best_time as _best_time, race as _race
 from icml25nb.kernels._threads import map_row_blocks, row_blocks
 
 __all__ = ["wood_b", "wood_sample_ref", "wood_sample", "wood_sample_cuda", "top1_ref", "top1", "top1_cuda",
@@ -51,20 +52,20 @@ def wood_b(kappa: float, d: int) -> float:
     return (d - 1) / (2.0 * kappa + math.sqrt(4.0 * kappa * kappa + (d - 1) ** 2))
 
 
+#: the largest concentration the samplers take: beyond it 1 - w falls below float64's resolution near 1 (every draw
+#: would be mu), and 1 - x0^2 in Wood's constant rounds to 0 (log 0: the rejection loop would never accept)
+MAX_KAPPA = 1e15
+
+
 def _check_sampler(mu, kappa, size, seed) -> tuple[np.ndarray, float, int, int]:
-    mu = np.ascontiguousarray(mu, dtype=np.float64)
-    if mu.ndim != 1 or mu.size < 2:
-        raise ValueError(f"mu must be a vector of dimension >= 2, got shape {mu.shape}")
-    if not np.isfinite(mu).all() or abs(np.linalg.norm(mu) - 1.0) > 1e-6:
+    mu = check_array("mu", mu, ndim=1, min_size=2)
+    if abs(np.linalg.norm(mu) - 1.0) > 1e-6:
         raise ValueError("mu must be a finite unit vector (normalise it first)")
-    kappa = float(kappa)
-    if not (math.isfinite(kappa) and kappa > 0):
-        raise ValueError(f"kappa must be a finite positive number, got {kappa!r}")
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
-        raise ValueError(f"size must be a non-negative integer, got {size!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return mu, kappa, int(size), int(seed)
+    kappa = check_float("kappa", kappa, 0.0, MAX_KAPPA, open_min=True)
+    size = check_int("size", size, 0)
+    seed = check_seed(seed)
+    check_memory("size", float(size) * mu.size, 8 * 3)  # the draws and the reference's per-sample temporaries
+    return mu, kappa, size, seed
 
 
 # --- NumPy reference -------------------------------------------------------------------------------------------------
@@ -474,6 +475,7 @@ def _wood_cuda_kernel(mu, kappa, b, x0, c, seed, out):
 def wood_sample_cuda(mu, kappa: float, size: int, seed: int = 0, threads_per_block: int = 128) -> np.ndarray:
     "CUDA kernel (one thread per sample) for `wood_sample_ref`; runs under NUMBA_ENABLE_CUDASIM=1 too."
     mu, kappa, size, seed = _check_sampler(mu, kappa, size, seed)
+    threads_per_block = check_int("threads_per_block", threads_per_block, 1, 1024)
     out = cuda.device_array((size, mu.size), dtype=np.float64)
     if size:
         blocks = (size + threads_per_block - 1) // threads_per_block
@@ -484,9 +486,21 @@ def wood_sample_cuda(mu, kappa: float, size: int, seed: int = 0, threads_per_blo
 
 # --- Top-1 inner-product search -------------------------------------------------------------------------------------
 
+def _as_real(name: str, X) -> np.ndarray:
+    if isinstance(X, (str, bytes)) or X is None:
+        raise ArgumentTypeError(f"{name} must be a 2-d array of real numbers, got {type(X).__name__}")
+    try:
+        X = np.asarray(X)
+    except (ValueError, TypeError):
+        raise ArgumentTypeError(f"{name} must be a rectangular 2-d array of real numbers") from None
+    if X.dtype.kind not in "biuf":
+        raise ArgumentTypeError(f"{name} must be a 2-d array of real numbers, got dtype {X.dtype}")
+    return X
+
+
 def _check_search(Q, A) -> tuple[np.ndarray, np.ndarray]:
-    A = np.asarray(A)
-    Q = np.asarray(Q)
+    A = _as_real("A", A)
+    Q = _as_real("Q", Q)
     if A.ndim != 2 or A.shape[0] == 0:
         raise ValueError(f"A must be a non-empty 2-d array (actions x dimension), got shape {A.shape}")
     if Q.ndim != 2 or Q.shape[1] != A.shape[1]:
@@ -498,6 +512,7 @@ def _check_search(Q, A) -> tuple[np.ndarray, np.ndarray]:
 def top1_ref(Q, A, chunk: int = 256) -> np.ndarray:
     "NumPy reference: argmax_j <Q_i, A_j> for every row of Q (chunks of queries, BLAS matrix products)."
     Q, A = _check_search(Q, A)
+    chunk = check_int("chunk", chunk, 1)
     out = np.empty(len(Q), dtype=np.int64)
     for s in range(0, len(Q), chunk):
         out[s:s + chunk] = np.argmax(Q[s:s + chunk] @ A.T, axis=1)
@@ -724,6 +739,7 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     """Sampler vs scipy.stats.vonmises_fisher (10^5 draws at d in {3, 16, 128, 1024} x kappa in {0.1, 10, 1e3,
     1e5}); top-1 search vs NumPy matmul + argmax and scipy's cKDTree."""
     from scipy.spatial import cKDTree
+    size = check_choice("size", size, ("small", "default", "full"))
     n, d, nq, n_samp = {"small": (20_000, 32, 256, 500), "default": (200_000, 32, 4096, 100_000),
                         "full": (1_000_000, 32, 4096, 100_000)}[size]
     rng = np.random.default_rng(0)
@@ -738,6 +754,12 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     _bench_sampler(n_samp, repeat, secs, ratios)
     ratios["sampler d=16 kappa=10: reference / njit"] = (secs["numpy reference, vMF sampler d=16 kappa=10"]
                                                          / secs["sampler d=16 kappa=10: njit"])
+    from icml25nb.bandits.vmf import ActionIndex, sample_vmf  # the public functions a user calls
+    pub = _race({"njit": lambda: wood_sample(mu16, 10.0, n_samp, 1),
+                 "public": lambda: sample_vmf(mu16, 10.0, n_samp, seed=1)}, max(1, repeat))
+    secs["njit wood_sample d=16 kappa=10 (beside sample_vmf)"] = pub["njit"]
+    secs["vmf.sample_vmf d=16 kappa=10 (checks + njit)"] = pub["public"]
+    ratios["sampler d=16 kappa=10: vmf.sample_vmf / njit"] = pub["public"] / pub["njit"]
     A = rng.standard_normal((n, d)).astype(np.float32)
     A /= np.linalg.norm(A, axis=1, keepdims=True)
     Q = wood_sample(mu, kappa, nq, 2).astype(np.float32)
@@ -746,6 +768,12 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     secs["numpy matmul + argmax (chunks of 256 queries)"] = _best_time(lambda: top1_ref(Q, A), repeat)
     secs["njit top-1 search"] = _best_time(lambda: top1(Q, A), repeat)
     secs["njit tiled top-1 (previous kernel, same answer)"] = _best_time(lambda: _top1_tiled(Q, A), min(repeat, 2))
+    index = ActionIndex(A, "brute")  # float64 unit rows: what the chapter's brute-force index searches
+    A64, Q64 = index.A, Q.astype(np.float64)
+    pub = _race({"njit": lambda: top1(Q64, A64), "public": lambda: index.query(Q64)}, max(1, min(repeat, 2)))
+    secs["njit top-1 search, float64 (beside ActionIndex)"] = pub["njit"]
+    secs["vmf.ActionIndex('brute').query, float64"] = pub["public"]
+    ratios["search: ActionIndex.query / njit (float64)"] = pub["public"] / pub["njit"]
     tree = cKDTree(A)
     secs["cKDTree query (exact, all cores)"] = _best_time(lambda: tree.query(Q, k=1, workers=-1), min(repeat, 2))
     got = top1(Q, A)

@@ -50,7 +50,7 @@ digits two different signatures can read the same (degree 4 with neighbour degre
 from __future__ import annotations
 
 import numpy as np
-from icml25nb.core import ArgumentTypeError, check_array, check_int, check_memory
+from icml25nb.core import check_choice, ArgumentTypeError, check_array, check_int, check_memory
 from icml25nb.kernels._bench import best_time as _best_time, race as _race
 from numba import cuda, njit
 
@@ -380,6 +380,7 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     import warnings
 
     import networkx as nx
+    size = check_choice("size", size, ("small", "default", "full"))
     n = {"small": 2_000, "default": 20_000, "full": 100_000}[size]
     it = 3
     G = nx.barabasi_albert_graph(n, 4, seed=1)
