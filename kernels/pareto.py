@@ -506,10 +506,10 @@ def pareto_rank_cuda(Y) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------------- benchmark
 def benchmark(size: str = "default", repeat: int = 3) -> dict:
     "Non-dominated sorting of uniform random points in 2, 3 and 4 objectives: NumPy reference, @njit, moocore."
+    size = check_choice("size", size, ("small", "default", "full"))
     import moocore
 
     from icml25nb import pareto as block  # the public block functions a user calls (maximise, checks, the kernel)
-    size = check_choice("size", size, ("small", "default", "full"))
     n = {"small": 2000, "default": 10000, "full": 20000}[size]
     rng = np.random.default_rng(0)
     secs, ratios, agree, values = {}, {}, {}, {}

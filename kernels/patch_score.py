@@ -211,9 +211,9 @@ def patch_softmax_mean_cuda(Q, K, V, scale: float) -> np.ndarray:
 
 def benchmark(size: str = "default", repeat: int = 2) -> dict:
     "ELS weights for a batch of noisy 8x8 images against every 5x5 patch of a training set: NumPy, @njit, torch."
+    size = check_choice("size", size, ("small", "default", "full"))
     import torch
     import torch.nn.functional as F
-    size = check_choice("size", size, ("small", "default", "full"))
     n_img, n_train, k = {"small": (4, 50, 5), "default": (32, 1000, 5), "full": (64, 1797, 5)}[size]
     H = 8
     rng = np.random.default_rng(0)

@@ -171,9 +171,9 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     """One step of n point-mass environments: NumPy reference vs @njit vs the public entry point a user calls
     (`icml25nb.control.PointMassVecEnv.step`: action checks, the kernel, observations), n from 16 to 65 536
     (alternating, best of)."""
-    from icml25nb.control import PointMassVecEnv
     if size not in ("small", "default", "full"):
         raise ValueError(f"size must be 'small', 'default' or 'full', got {size!r}")
+    from icml25nb.control import PointMassVecEnv
     ns = {"small": (16, 1024), "default": (16, 1024, 65536), "full": (16, 1024, 65536, 1048576)}[size]
     reps = max(1, repeat) * 20
     rows, ratios, values = {}, {}, {}

@@ -182,9 +182,9 @@ def _random_mdp(S: int, A: int, seed: int):
 def benchmark(size: str = "default", repeat: int = 3) -> dict:
     """Soft value iteration (20 sweeps, gamma 0.95) on random MDPs: NumPy + scipy logsumexp vs @njit vs the public
     function a user calls (`icml25nb.rl.maxent.soft_value_iteration`: checks, the kernel, then the policy), alternating."""
-    from icml25nb.rl.maxent import soft_value_iteration
     if size not in ("small", "default", "full"):
         raise ValueError(f"size must be 'small', 'default' or 'full', got {size!r}")
+    from icml25nb.rl.maxent import soft_value_iteration
     shapes = {"small": ((256, 64),), "default": ((256, 64), (4096, 256)),
               "full": ((256, 64), (4096, 256), (10_000, 1000))}[size]
     rows, ratios, values = {}, {}, {}

@@ -189,7 +189,7 @@ def random_springs(n_sims: int, n_particles: int, dim: int = 2, p: float = 0.5, 
     "Random initial states and spring graphs (each pair joined with probability p): (x0, v0, A)."
     n_sims, n_particles = check_int("n_sims", n_sims, 1), check_int("n_particles", n_particles, 1)
     dim, p, seed = check_int("dim", dim, 1), check_prob("p", p), check_seed(seed)
-    check_memory("n_sims", float(n_sims) * n_particles * (n_particles + 2 * dim), 8)
+    check_memory("n_sims x n_particles", float(n_sims) * n_particles * (n_particles + 2 * dim), 8)
     rng = np.random.default_rng(seed)
     A = np.triu((rng.random((n_sims, n_particles, n_particles)) < p).astype(np.float64), 1)
     A = A + A.transpose(0, 2, 1)
@@ -201,9 +201,9 @@ def random_springs(n_sims: int, n_particles: int, dim: int = 2, p: float = 0.5, 
 def benchmark(size: str = "default", repeat: int = 3) -> dict:
     """S spring systems of 5 particles for 100 steps: vectorised NumPy reference vs @njit vs the public function a user
     calls (`icml25nb.supervised.pcl.nbody_springs`, the same systems drawn, simulated and flattened), alternating."""
-    from icml25nb.supervised.pcl import nbody_springs
     if size not in ("small", "default", "full"):
         raise ValueError(f"size must be 'small', 'default' or 'full', got {size!r}")
+    from icml25nb.supervised.pcl import nbody_springs
     Ss = {"small": (16, 256), "default": (16, 256, 4096), "full": (16, 256, 4096, 65536)}[size]
     rows, ratios, values = {}, {}, {}
     for S in Ss:

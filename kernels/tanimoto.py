@@ -169,10 +169,10 @@ def _molecule_like_bits(n: int, n_bits: int, seed: int) -> np.ndarray:
 
 def benchmark(size: str = "default", repeat: int = 3) -> dict:
     "All-pairs Tanimoto of n fingerprints of 2048 bits: NumPy reference, @njit, RDKit's BulkTanimotoSimilarity."
+    size = check_choice("size", size, ("small", "default", "full"))
     from rdkit import DataStructs
 
     from icml25nb.generative.combimots import diversity, fingerprints
-    size = check_choice("size", size, ("small", "default", "full"))
     n = {"small": 300, "default": 2000, "full": 10000}[size]
     bits = _molecule_like_bits(n, 2048, seed=0)
     P = pack_bits(bits)

@@ -49,6 +49,7 @@ _TWO_PI = 2.0 * math.pi
 
 def wood_b(kappa: float, d: int) -> float:
     "Wood's b = (d-1) / (2 kappa + sqrt(4 kappa^2 + (d-1)^2)), free of cancellation at large kappa."
+    kappa, d = check_float("kappa", kappa, 0.0, open_min=True), check_int("d", d, 2)
     return (d - 1) / (2.0 * kappa + math.sqrt(4.0 * kappa * kappa + (d - 1) ** 2))
 
 

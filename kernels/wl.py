@@ -104,9 +104,7 @@ def _check(indptr, indices, init, iterations, name="iterations"):
         if a.size and a.dtype.kind not in "iub":
             raise ArgumentTypeError(f"init must hold integers, got dtype {a.dtype}")
         c0 = first_occurrence(a)
-    if iterations is not None:
-        iterations = check_int(name, iterations, 0)
-    return indptr, indices, c0, iterations
+    return indptr, indices, c0, check_int(name, iterations, 0)
 
 
 def _check_history(iterations: int, n: int) -> None:
