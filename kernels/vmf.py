@@ -59,7 +59,9 @@ MAX_KAPPA = 1e15
 
 
 def _check_sampler(mu, kappa, size, seed) -> tuple[np.ndarray, float, int, int]:
-    mu = check_array("mu", mu, ndim=1, min_size=2)
+    mu = check_array("mu", mu)
+    if mu.ndim != 1 or mu.size < 2:
+        raise ValueError(f"mu must be a vector of dimension >= 2, got shape {mu.shape}")
     if abs(np.linalg.norm(mu) - 1.0) > 1e-6:
         raise ValueError("mu must be a finite unit vector (normalise it first)")
     kappa = check_float("kappa", kappa, 0.0, MAX_KAPPA, open_min=True)
