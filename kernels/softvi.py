@@ -192,7 +192,8 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
         R, nxt, log_mu = _random_mdp(S, A, S + A)
         args = (R, nxt, log_mu, 0.5, 0.95, 20)
         best = _race({"ref": lambda: soft_vi_ref(*args), "njit": lambda: soft_vi_njit(*args),
-                      "chapter": lambda: soft_value_iteration(nxt, R, 0.5, 0.95, 20, log_mu)}, max(1, repeat))
+                      "chapter": lambda: soft_value_iteration(nxt, R, 0.5, 0.95, 20, log_mu)},
+                     max(1, repeat) * (10 if S * A <= 65536 else 1))  # ms calls: more rounds, a load spike averages out
         key = f"S={S}, A={A}"
         rows[f"numpy + scipy logsumexp, {key}"], rows[f"njit, {key}"] = best["ref"], best["njit"]
         rows[f"maxent.soft_value_iteration (V and policy), {key}"] = best["chapter"]
