@@ -21,7 +21,7 @@ from __future__ import annotations
 
 
 import numpy as np
-from icml25nb.core import check_choice, check_memory
+from icml25nb.core import check_choice, check_int, check_memory
 from icml25nb.kernels._bench import best_time as _best_time
 from numba import cuda, njit, prange
 from numba.extending import overload
@@ -237,6 +237,7 @@ def _uniform_fill_cuda_kernel(seed, out):
 def uniform_fill_cuda(seed: int, n_streams: int, n_draws: int, threads_per_block: int = 128) -> np.ndarray:
     "CUDA kernel (one thread per stream) for `uniform_fill_ref`; runs under NUMBA_ENABLE_CUDASIM=1 too."
     _check_fill_args(seed, n_streams, n_draws)
+    threads_per_block = check_int("threads_per_block", threads_per_block, 1, 1024)
     out = cuda.device_array((n_streams, n_draws), dtype=np.float64)
     blocks = max(1, (n_streams + threads_per_block - 1) // threads_per_block)
     _uniform_fill_cuda_kernel[blocks, threads_per_block](np.uint64(seed), out)

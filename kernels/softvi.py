@@ -8,6 +8,11 @@ the entropy is the differential entropy of the continuous action). One Jacobi sw
     V'(s)   = alpha log sum_a mu_a exp(Q(s, a) / alpha)      alpha > 0
     V'(s)   = max_a Q(s, a)                                   alpha = 0 (the standard Bellman backup)
 
+The soft backup is computed as ``max_a Q + alpha log sum_a mu_a exp((Q(s, a) - max_a Q) / alpha)``: every exponent is
+<= log mu_a, so nothing overflows at any alpha > 0, subnormal ones included (alpha = 1e-310 gives the hard backup to
+rounding). ``check_softvi_inputs`` states the valid range (finite R; n_iter S A <= 1e10; and
+n_iter (max|R| + alpha (max|log mu| + log A)) <= 1e300, a bound on |V| that keeps every value finite).
+
 ``n_iter`` sweeps from V = 0 (exact after horizon + 1 sweeps on an MDP whose episodes end within the horizon).
 Three implementations with one signature ``(R, nxt, log_mu, alpha, gamma, n_iter) -> V`` on float64/int64 arrays:
 ``soft_vi_ref`` (NumPy, ``scipy.special.logsumexp`` over the action axis), ``soft_vi_njit`` (``@njit``, one fused

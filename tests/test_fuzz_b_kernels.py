@@ -350,6 +350,7 @@ def test_rng_fill_equals_the_reference(seed, n_streams, n_draws):
 
 def test_rng_cuda_fill_and_hostile_inputs():
     assert np.array_equal(_sim(RG.uniform_fill_cuda, 3, 3, 2), RG.uniform_fill_ref(3, 3, 2))
+    refuses_each(RG.uniform_fill_cuda, dict(seed=1, n_streams=2, n_draws=2), {"threads_per_block": [0, 2048, 1.5]})
     for fn in (RG.uniform_fill_ref, RG.uniform_fill, RG.uniform_fill_cuda):
         refuses_each(fn, dict(seed=1, n_streams=2, n_draws=2), {
             "seed": [-1, 2**64, *BAD_NUMBERS], "n_streams": [-1, *BAD_NUMBERS, *HUGE_SIZES],
