@@ -12,7 +12,7 @@ import networkx as nx
 import numpy as np
 
 from .core import check_int, check_seed, make_rng
-from .kernels.wl import first_occurrence, wl_colors_njit, wl_stable_njit
+from .kernels.wl import first_occurrence, wl_colors_njit, wl_final_njit, wl_stable_njit
 
 # %% auto #0
 __all__ = ['ORBIT_METHODS', 'sbm_probabilities', 'sbm_graph', 'edge_homophily', 'node_labels', 'class_features', 'to_data',
@@ -264,7 +264,10 @@ def wl_colors(G: nx.Graph, iterations: int | None = 3, init: str | Sequence[int]
               history: bool = False) -> np.ndarray:
     """1-WL colours of `G`'s nodes (in node order) after `iterations` rounds (None: until stable), numbered by first
     occurrence; `init` is a node attribute name or labels to start from (default: one colour); `history=True` returns
-    every round, shape (iterations + 1, n)."""
+    every round, shape (iterations + 1, n). Without `history` one row is kept and the rounds stop once no class splits
+    (any `iterations` costs at most n rounds); a history that cannot fit in memory is refused, naming `iterations`."""
+    if not isinstance(history, (bool, np.bool_)):
+        raise TypeError(f"history must be True or False, got {history!r}")
     indptr, indices = graph_csr(G)
     # an attribute may hold any sortable labels (strings too); arrays must hold integers (the kernel checks)
     c0 = first_occurrence(node_labels(G, init)) if isinstance(init, str) else init
@@ -273,8 +276,9 @@ def wl_colors(G: nx.Graph, iterations: int | None = 3, init: str | Sequence[int]
             raise ValueError("history needs a number of iterations")
         return wl_stable_njit(indptr, indices, c0)[0]
     iterations = check_int("iterations", iterations, 0)
-    hist = wl_colors_njit(indptr, indices, c0, iterations)
-    return hist if history else hist[-1]
+    if not history:
+        return wl_final_njit(indptr, indices, c0, iterations)
+    return wl_colors_njit(indptr, indices, c0, iterations)
 
 
 def wl_graph_classes(graphs: Sequence[nx.Graph], iterations: int = 3) -> np.ndarray:

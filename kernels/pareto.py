@@ -39,6 +39,7 @@ import time
 import numpy as np
 from numba import cuda, njit
 
+from icml25nb.core import check_choice, check_int, check_memory
 from icml25nb.kernels._bench import race as _race
 
 __all__ = ["check_points", "nondominated_mask_ref", "pareto_rank_ref", "nondominated_mask", "pareto_rank",
@@ -48,7 +49,12 @@ __all__ = ["check_points", "nondominated_mask_ref", "pareto_rank_ref", "nondomin
 # ----------------------------------------------------------------------------------------------------------- inputs
 def check_points(Y, name: str = "Y") -> np.ndarray:
     "`Y` as a C-contiguous float64 (n, m) array with m >= 1 and no NaN, or a one-line TypeError/ValueError."
-    a = np.asarray(Y)
+    if isinstance(Y, (str, bytes)) or Y is None:
+        raise TypeError(f"{name} must be an array of real numbers, got {type(Y).__name__}")
+    try:
+        a = np.asarray(Y)
+    except (ValueError, TypeError):
+        raise TypeError(f"{name} must be a rectangular array of real numbers (points, objectives)") from None
     if a.dtype == object or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool) \
             or np.issubdtype(a.dtype, np.complexfloating):
         raise TypeError(f"{name} must be an array of real numbers, got dtype {a.dtype}")
@@ -82,7 +88,9 @@ def _dominated_by_any(Y: np.ndarray, rows: np.ndarray) -> np.ndarray:
 def nondominated_mask_ref(Y, keep_duplicates: bool = True, chunk: int = 512) -> np.ndarray:
     "NumPy reference: True for the rows that no other row dominates (pairwise comparison in row chunks)."
     Y = check_points(Y)
+    chunk = check_int("chunk", chunk, 1)
     n = len(Y)
+    check_memory("Y", float(min(chunk, n)) * n * Y.shape[1], 2)  # the broadcast comparisons of one chunk
     mask = np.ones(n, bool)
     for i0 in range(0, n, chunk):
         mask[i0:i0 + chunk] = ~_dominated_by_any(Y, np.arange(i0, min(n, i0 + chunk)))
@@ -94,9 +102,11 @@ def nondominated_mask_ref(Y, keep_duplicates: bool = True, chunk: int = 512) -> 
 def pareto_rank_ref(Y, chunk: int = 512) -> np.ndarray:
     "NumPy reference: front rank of every row (0: non-dominated), Deb's fast non-dominated sort."
     Y = check_points(Y)
+    chunk = check_int("chunk", chunk, 1)
     n = len(Y)
     if n == 0:
         return np.zeros(0, np.int64)
+    check_memory("Y", float(n) * n + 2.0 * min(chunk, n) * n * Y.shape[1], 1)  # the dominance matrix
     D = np.empty((n, n), bool)  # D[j, i]: row j dominates row i
     for j0 in range(0, n, chunk):
         P = Y[j0:j0 + chunk]
@@ -496,7 +506,10 @@ def pareto_rank_cuda(Y) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------------- benchmark
 def benchmark(size: str = "default", repeat: int = 3) -> dict:
     "Non-dominated sorting of uniform random points in 2, 3 and 4 objectives: NumPy reference, @njit, moocore."
+    size = check_choice("size", size, ("small", "default", "full"))
     import moocore
+
+    from icml25nb import pareto as block  # the public block functions a user calls (maximise, checks, the kernel)
     n = {"small": 2000, "default": 10000, "full": 20000}[size]
     rng = np.random.default_rng(0)
     secs, ratios, agree, values = {}, {}, {}, {}
@@ -505,7 +518,10 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
         Y = rng.random((n, m))
         pareto_rank(Y[:10])  # compile
         fns = {f"njit ENS, m={m}": lambda Y=Y: pareto_rank(Y),
-               f"moocore.pareto_rank, m={m}": lambda Y=Y: moocore.pareto_rank(Y)}
+               f"moocore.pareto_rank, m={m}": lambda Y=Y: moocore.pareto_rank(Y),
+               f"pareto.pareto_rank (block), m={m}": lambda Y=Y: block.pareto_rank(Y),
+               f"njit nondominated_mask, m={m}": lambda Y=Y: nondominated_mask(Y),
+               f"pareto.nondominated_mask (block), m={m}": lambda Y=Y: block.nondominated_mask(Y)}
         if m >= 4:  # the binary-search variant, which pareto_rank uses for m <= 3 only
             fns[f"njit ENS-BS (linked fronts), m={m}"] = lambda Y=Y: _ranks(Y, wide=False)
         secs.update(_race(fns, max(1, repeat)))
@@ -518,6 +534,11 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
         agree[f"m={m}"] = bool(np.array_equal(ours, theirs) and np.array_equal(ours, refr))
         ratios[f"m={m}: numpy reference / njit"] = secs[key] / secs[f"njit ENS, m={m}"]
         ratios[f"m={m}: moocore / njit"] = secs[f"moocore.pareto_rank, m={m}"] / secs[f"njit ENS, m={m}"]
+        ratios[f"m={m}: block pareto_rank / njit"] = secs[f"pareto.pareto_rank (block), m={m}"] / secs[f"njit ENS, m={m}"]
+        ratios[f"m={m}: block nondominated_mask / njit"] = (secs[f"pareto.nondominated_mask (block), m={m}"]
+                                                          / secs[f"njit nondominated_mask, m={m}"])
+        agree[f"m={m}, block"] = bool(np.array_equal(block.pareto_rank(Y), pareto_rank(Y))
+                                      and np.array_equal(block.nondominated_mask(Y), nondominated_mask(Y)))
         if m >= 4:
             ratios[f"m={m}: ENS-BS / ENS-SS"] = secs[f"njit ENS-BS (linked fronts), m={m}"] / secs[f"njit ENS, m={m}"]
             agree[f"m={m}"] = agree[f"m={m}"] and bool(np.array_equal(_ranks(Y, wide=False), ours))

@@ -23,35 +23,50 @@ import math
 import numpy as np
 from numba import cuda, njit
 
+from icml25nb.core import check_choice, check_array, check_float, check_int
 from icml25nb.kernels._bench import best_time as _best_time
 from icml25nb.kernels._threads import map_row_blocks, row_blocks
 
 __all__ = ["patch_softmax_mean_ref", "patch_softmax_mean", "patch_softmax_mean_cuda", "benchmark"]
 
 
+#: refuse inputs whose logits or weighted sums could pass this magnitude (overflow to inf, then inf - inf = NaN)
+_MAX_VALUE = 1e300
+
+
 def _check(Q, K, V, scale):
-    Q = np.ascontiguousarray(Q, dtype=np.float64)
-    K = np.ascontiguousarray(K, dtype=np.float64)
-    V = np.asarray(V, dtype=np.float64)
-    if Q.ndim != 2 or K.ndim != 2 or 0 in Q.shape or 0 in K.shape:
+    """Q (M, D), K (P, D), V (P,) or (P, c): non-empty, finite, float64 C-contiguous; scale finite > 0; and small
+    enough that nothing overflows: scale (max|Q| + max|K|)^2 D (a bound on every logit) and P max|V| (on every
+    weighted sum) at most 1e300. A one-line ValueError/TypeError naming the argument otherwise."""
+    Q = check_array("Q", Q, ndim=2)
+    K = check_array("K", K, ndim=2)
+    if 0 in Q.shape or 0 in K.shape:
         raise ValueError(f"Q and K must be non-empty 2-D arrays (rows, D), got {Q.shape} and {K.shape}")
     if Q.shape[1] != K.shape[1]:
         raise ValueError(f"Q and K must have the same patch length D, got {Q.shape[1]} and {K.shape[1]}")
+    V = check_array("V", V, ndim=(1, 2), contiguous=False)
     vector = V.ndim == 1
     V = np.ascontiguousarray(V[:, None] if vector else V)
-    if V.ndim != 2 or V.shape[0] != K.shape[0]:
-        raise ValueError(f"V must have shape ({K.shape[0]},) or ({K.shape[0]}, c), got {np.shape(V)}")
-    if not (np.isfinite(Q).all() and np.isfinite(K).all() and np.isfinite(V).all()):
-        raise ValueError("Q, K and V must be finite")
-    scale = float(scale)
-    if not (scale > 0 and math.isfinite(scale)):
-        raise ValueError(f"scale must be positive and finite, got {scale!r}")
+    if V.shape[0] != K.shape[0] or V.shape[1] < 1:
+        raise ValueError(f"V must have shape ({K.shape[0]},) or ({K.shape[0]}, c), got {V.shape[:1] if vector else V.shape}")
+    scale = check_float("scale", scale, 0.0, open_min=True)
+    reach = float(np.abs(Q).max()) + float(np.abs(K).max())
+    if not scale * reach * reach * Q.shape[1] <= _MAX_VALUE:
+        raise ValueError(f"scale is too large for these Q and K: scale (max|Q| + max|K|)^2 D = "
+                         f"{scale * reach * reach * Q.shape[1]:.3g} overflows float64 (at most {_MAX_VALUE:g})")
+    if not K.shape[0] * float(np.abs(V).max()) <= _MAX_VALUE:
+        raise ValueError(f"V is too large: P max|V| must be at most {_MAX_VALUE:g} (the weighted sums overflow)")
     return Q, K, V, scale, vector
+
+
+def _check_chunk(chunk) -> int:
+    return check_int("chunk", chunk, 1)
 
 
 def patch_softmax_mean_ref(Q, K, V, scale: float, chunk: int = 4096) -> np.ndarray:
     "NumPy reference: softmax over keys of -scale |Q - K|^2, applied to V; keys streamed in chunks of `chunk`."
     Q, K, V, scale, vector = _check(Q, K, V, scale)
+    chunk = _check_chunk(chunk)
     M = Q.shape[0]
     qn = np.einsum("md,md->m", Q, Q)
     mx = np.full(M, -np.inf)
@@ -128,6 +143,7 @@ def patch_softmax_mean(Q, K, V, scale: float, chunk: int = _CHUNK) -> np.ndarray
     """CPU kernel for `patch_softmax_mean_ref`: queries split over worker threads (as many as numba's); in each, the
     inner products with a chunk of keys come from single-threaded BLAS and an @njit pass folds them into the softmax."""
     Q, K, V, scale, vector = _check(Q, K, V, scale)
+    chunk = _check_chunk(chunk)
     kn = np.einsum("pd,pd->p", K, K)
     parts = map_row_blocks(lambda a, b: _stream_block(Q[a:b], K, V, kn, scale, chunk), row_blocks(len(Q)))
     out = np.concatenate(parts)
@@ -195,6 +211,7 @@ def patch_softmax_mean_cuda(Q, K, V, scale: float) -> np.ndarray:
 
 def benchmark(size: str = "default", repeat: int = 2) -> dict:
     "ELS weights for a batch of noisy 8x8 images against every 5x5 patch of a training set: NumPy, @njit, torch."
+    size = check_choice("size", size, ("small", "default", "full"))
     import torch
     import torch.nn.functional as F
     n_img, n_train, k = {"small": (4, 50, 5), "default": (32, 1000, 5), "full": (64, 1797, 5)}[size]
@@ -218,11 +235,16 @@ def benchmark(size: str = "default", repeat: int = 2) -> dict:
     secs = {"numpy reference (chunked)": _best_time(lambda: patch_softmax_mean_ref(Q, K, V, scale), 1),
             "njit streaming softmax over BLAS chunks": _best_time(lambda: patch_softmax_mean(Q, K, V, scale), repeat),
             "torch unfold + cdist + softmax (CPU)": _best_time(torch_run, repeat)}
+    from icml25nb.generative.creativity import els_denoiser  # the public function: images in, patches, the kernel
+    secs["creativity.els_denoiser (images in, same sizes)"] = _best_time(
+        lambda: els_denoiser(x[:, 0], 0.5, train[:, 0], k), repeat)
     same = bool(np.allclose(patch_softmax_mean(Q, K, V, scale), torch_run(), atol=1e-8))
     import numba
     return {"kernel": "patch_score", "task": f"{n_img} noisy {H}x{H} images x {n_train} training images, {k}x{k} "
             f"patches at all positions ({Q.shape[0]} x {K.shape[0]} pairs, float64); "
             f"{numba.get_num_threads()} numba thread(s)", "seconds": secs, "reference": "numpy reference (chunked)",
             "ratios": {"torch / njit": secs["torch unfold + cdist + softmax (CPU)"]
+                       / secs["njit streaming softmax over BLAS chunks"],
+                       "creativity.els_denoiser / njit": secs["creativity.els_denoiser (images in, same sizes)"]
                        / secs["njit streaming softmax over BLAS chunks"]},
             "njit equals torch": same}

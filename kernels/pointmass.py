@@ -20,32 +20,61 @@ import math
 import numpy as np
 from numba import cuda, njit
 
+from icml25nb.core import check_array, check_float
 from icml25nb.kernels._bench import race as _race
 
-__all__ = ["check_step_inputs", "step_ref", "step_njit", "step_cuda", "benchmark"]
+__all__ = ["check_step_inputs", "check_step_params", "step_ref", "step_njit", "step_cuda", "benchmark"]
+
+
+@njit(cache=True)
+def _first_nonfinite(pos, vel, goal, action):
+    "Index (0-3) of the first of the four (n, D) arrays holding a NaN or an infinity, -1 if none."
+    for k, x in enumerate((pos, vel, goal, action)):
+        for v in x.ravel():
+            if not math.isfinite(v):
+                return k
+    return -1
 
 
 def check_step_inputs(pos, vel, goal, action):
-    "The four arrays as C-contiguous float64 (n, D); a one-line ValueError naming the argument otherwise."
+    """The four arrays as C-contiguous float64 (n, D), n >= 1, D >= 1, all of `pos`'s shape and finite; a one-line
+    ValueError/TypeError naming the argument otherwise."""
+    nd = np.ndarray
+    if (type(pos) is nd and type(vel) is nd and type(goal) is nd and type(action) is nd  # the common case, fast
+            and pos.dtype == vel.dtype == goal.dtype == action.dtype == np.float64 and pos.ndim == 2
+            and pos.shape == vel.shape == goal.shape == action.shape and pos.shape[0] >= 1 and pos.shape[1] >= 1
+            and pos.flags.c_contiguous and vel.flags.c_contiguous and goal.flags.c_contiguous
+            and action.flags.c_contiguous and _first_nonfinite(pos, vel, goal, action) < 0):
+        return [pos, vel, goal, action]
     out = []
     shape = None
     for name, x in (("pos", pos), ("vel", vel), ("goal", goal), ("action", action)):
-        x = np.ascontiguousarray(x, dtype=np.float64)
-        if x.ndim != 2 or x.shape[1] < 1:
-            raise ValueError(f"{name} must be a 2-D array (n_envs, dim), got shape {x.shape}")
+        x = check_array(name, x, ndim=2)
+        if x.shape[0] < 1 or x.shape[1] < 1:
+            raise ValueError(f"{name} must be a non-empty 2-D array (n_envs, dim), got shape {x.shape}")
         if shape is None:
             shape = x.shape
         elif x.shape != shape:
             raise ValueError(f"{name} must have shape {shape} like pos, got {x.shape}")
-        if not np.isfinite(x).all():
-            raise ValueError(f"{name} must be finite")
         out.append(x)
     return out
+
+
+def check_step_params(dt, force, damping, ctrl_cost):
+    "The four scalars as floats: dt > 0, force, damping and ctrl_cost >= 0, all finite; a one-line error naming one."
+    if type(dt) is float and type(force) is float and type(damping) is float and type(ctrl_cost) is float \
+            and 0.0 < dt < math.inf and 0.0 <= force < math.inf and 0.0 <= damping < math.inf \
+            and 0.0 <= ctrl_cost < math.inf:  # the common case, fast
+        return dt, force, damping, ctrl_cost
+    return (check_float("dt", dt, 0.0, open_min=True), check_float("force", force, 0.0),
+            check_float("damping", damping, 0.0), check_float("ctrl_cost", ctrl_cost, 0.0))
 
 
 def step_ref(pos, vel, goal, action, dt: float = 0.1, force: float = 2.0, damping: float = 1.0,
              ctrl_cost: float = 0.0):
     "NumPy reference: the step of every environment on whole arrays."
+    pos, vel, goal, action = check_step_inputs(pos, vel, goal, action)
+    dt, force, damping, ctrl_cost = check_step_params(dt, force, damping, ctrl_cost)
     a = np.clip(action, -1.0, 1.0)
     v = (1.0 - damping * dt) * vel + dt * force * a
     p = pos + dt * v
@@ -88,8 +117,10 @@ def _step_njit(pos, vel, goal, action, dt, force, damping, ctrl_cost):
 
 def step_njit(pos, vel, goal, action, dt: float = 0.1, force: float = 2.0, damping: float = 1.0,
               ctrl_cost: float = 0.0):
-    "CPU kernel for `step_ref`: one fused pass over the environments (inputs float64 (n, D), C-contiguous)."
-    return _step_njit(pos, vel, goal, action, float(dt), float(force), float(damping), float(ctrl_cost))
+    """CPU kernel for `step_ref`: one fused pass over the environments; the arrays are checked (`check_step_inputs`:
+    one shape (n, D), finite) and the scalars too (`check_step_params`) before the compiled pass reads them."""
+    pos, vel, goal, action = check_step_inputs(pos, vel, goal, action)
+    return _step_njit(pos, vel, goal, action, *check_step_params(dt, force, damping, ctrl_cost))
 
 
 @cuda.jit
@@ -126,6 +157,7 @@ def step_cuda(pos, vel, goal, action, dt: float = 0.1, force: float = 2.0, dampi
               ctrl_cost: float = 0.0):
     "CUDA kernel for `step_ref` (one thread per environment); host arrays in, host arrays out."
     pos, vel, goal, action = check_step_inputs(pos, vel, goal, action)
+    dt, force, damping, ctrl_cost = check_step_params(dt, force, damping, ctrl_cost)
     n, D = pos.shape
     p_out, v_out, r_out = cuda.device_array((n, D)), cuda.device_array((n, D)), cuda.device_array(n)
     blocks = (n + _THREADS - 1) // _THREADS
@@ -136,9 +168,12 @@ def step_cuda(pos, vel, goal, action, dt: float = 0.1, force: float = 2.0, dampi
 
 
 def benchmark(size: str = "default", repeat: int = 3) -> dict:
-    "One step of n point-mass environments: NumPy reference vs @njit, n from 16 to 65 536 (alternating, best of)."
+    """One step of n point-mass environments: NumPy reference vs @njit vs the public entry point a user calls
+    (`icml25nb.control.PointMassVecEnv.step`: action checks, the kernel, observations), n from 16 to 65 536
+    (alternating, best of)."""
     if size not in ("small", "default", "full"):
         raise ValueError(f"size must be 'small', 'default' or 'full', got {size!r}")
+    from icml25nb.control import PointMassVecEnv
     ns = {"small": (16, 1024), "default": (16, 1024, 65536), "full": (16, 1024, 65536, 1048576)}[size]
     reps = max(1, repeat) * 20
     rows, ratios, values = {}, {}, {}
@@ -146,10 +181,14 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
         rng = np.random.default_rng(n)
         pos, vel, goal = rng.uniform(-1, 1, (n, 2)), rng.normal(0, 1, (n, 2)), rng.uniform(-1, 1, (n, 2))
         act = rng.uniform(-1.5, 1.5, (n, 2))
-        best = _race({"ref": lambda: step_ref(pos, vel, goal, act), "njit": lambda: step_njit(pos, vel, goal, act)},
-                     reps if n < 100_000 else max(1, repeat))
+        env = PointMassVecEnv(num_envs=n, horizon=10**6)
+        env.reset(seed=0)
+        best = _race({"ref": lambda: step_ref(pos, vel, goal, act), "njit": lambda: step_njit(pos, vel, goal, act),
+                      "env": lambda: env.step(act)}, reps if n < 100_000 else max(1, repeat))
         rows[f"reference, n={n}"], rows[f"njit, n={n}"] = best["ref"], best["njit"]
+        rows[f"control.PointMassVecEnv.step, n={n}"] = best["env"]
         ratios[f"njit vs reference, n={n}"] = best["ref"] / best["njit"]
+        ratios[f"PointMassVecEnv.step / njit, n={n}"] = best["env"] / best["njit"]
         values[f"max |reward njit - reference|, n={n}"] = float(
             np.abs(step_njit(pos, vel, goal, act)[2] - step_ref(pos, vel, goal, act)[2]).max())
     return {"kernel": "pointmass", "task": "one step of n 2-D point-mass environments", "seconds": rows,

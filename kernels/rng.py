@@ -21,8 +21,10 @@ from __future__ import annotations
 
 
 import numpy as np
+from icml25nb.core import check_choice, check_int, check_memory
 from icml25nb.kernels._bench import best_time as _best_time
 from numba import cuda, njit, prange
+from numba.extending import overload
 
 __all__ = [
     "GOLDEN", "mix64_ref", "stream_key_ref", "u64_ref", "uniform_ref", "uniform_fill_ref",
@@ -40,19 +42,21 @@ _TWO_M53 = 1.0 / 9007199254740992.0  # 2^-53
 
 # --- NumPy reference -------------------------------------------------------
 
-def _as_u64(x) -> np.ndarray:
-    "`x` as a uint64 array; negative or non-integer input is an error."
+def _as_u64(x, name: str = "x") -> np.ndarray:
+    "`x` as a uint64 array; negative, non-integer or too-large input is an error naming `name`."
+    if isinstance(x, (str, bytes)) or x is None:
+        raise TypeError(f"{name} must be integers, got {type(x).__name__}")
     a = np.asarray(x)
     if a.dtype.kind not in "iu":
-        raise TypeError(f"expected integers, got dtype {a.dtype}")
+        raise TypeError(f"{name} must be integers in [0, 2**64), got dtype {a.dtype}")
     if a.dtype.kind == "i" and np.any(a < 0):
-        raise ValueError("seeds, streams and counters must be non-negative")
+        raise ValueError(f"{name} must be non-negative (seeds, streams and counters are uint64 words)")
     return a.astype(np.uint64)
 
 
 def mix64_ref(z) -> np.ndarray:
     "splitmix64's finaliser: a bijection of uint64 that mixes every input bit into every output bit."
-    z = _as_u64(z)
+    z = _as_u64(z, "z")
     with np.errstate(over="ignore"):
         z = (z ^ (z >> np.uint64(30))) * np.uint64(_M1)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(_M2)
@@ -61,14 +65,14 @@ def mix64_ref(z) -> np.ndarray:
 
 def stream_key_ref(seed, stream) -> np.ndarray:
     "Key of stream `stream` under `seed`: two rounds of mixing so nearby (seed, stream) pairs give unrelated keys."
-    seed, stream = _as_u64(seed), _as_u64(stream)
+    seed, stream = _as_u64(seed, "seed"), _as_u64(stream, "stream")
     with np.errstate(over="ignore"):
         return mix64_ref(mix64_ref(seed) ^ (stream * np.uint64(_STREAM_SALT) + np.uint64(GOLDEN)))
 
 
 def u64_ref(key, counter) -> np.ndarray:
     "Draw number `counter` (0, 1, ...) of the stream with key `key`, as uint64."
-    key, counter = _as_u64(key), _as_u64(counter)
+    key, counter = _as_u64(key, "key"), _as_u64(counter, "counter")
     with np.errstate(over="ignore"):
         return mix64_ref(key + (counter + np.uint64(1)) * np.uint64(GOLDEN))
 
@@ -84,6 +88,9 @@ def _check_fill_args(seed: int, n_streams: int, n_draws: int) -> None:
             raise TypeError(f"{name} must be an integer, got {type(v).__name__}")
         if v < 0:
             raise ValueError(f"{name} must be non-negative, got {v}")
+    if seed >= 2**64:
+        raise ValueError(f"seed must be below 2**64, got {seed}")
+    check_memory("n_streams x n_draws", float(n_streams) * float(n_draws), 8)
 
 
 def uniform_fill_ref(seed: int, n_streams: int, n_draws: int) -> np.ndarray:
@@ -129,23 +136,85 @@ def _build(jit):
     return mix64, stream_key, u64, uniform, randbelow
 
 
-mix64, stream_key, u64, uniform, randbelow = _build(njit(cache=False, inline="always"))
+# the compiled functions, for this package's kernels (no checks: their callers pass valid uint64 words)
+_mix64, _stream_key, _u64, _uniform, _randbelow = _build(njit(cache=False, inline="always"))
 (cuda_mix64, cuda_stream_key, cuda_u64, cuda_uniform,
  cuda_randbelow) = _build(lambda f: cuda.jit(device=True)(f))
-mix64.__doc__ = "splitmix64 finaliser (@njit)."
-stream_key.__doc__ = "Key of stream `stream` under `seed` (@njit)."
-u64.__doc__ = "Draw `counter` of stream `key` as uint64 (@njit)."
-uniform.__doc__ = "Draw `counter` of stream `key` as float64 in [0, 1) (@njit)."
-randbelow.__doc__ = "Draw `counter` of stream `key` as an integer in [0, n) (@njit)."
+
+
+# The public names check their arguments when called from Python (a negative or fractional word would wrap or be
+# truncated by the compiled code, n <= 0 would give a draw outside [0, n)); inside @njit code they compile to the
+# unchecked functions above (numba `overload`), so user kernels still call them at full speed.
+def _word(name: str, x) -> np.uint64:
+    "`x` as a uint64 word; a one-line error naming `name` unless it is an integer (not a bool) in [0, 2^64)."
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer in [0, 2**64), got {type(x).__name__}")
+    if not 0 <= int(x) < 2**64:
+        raise ValueError(f"{name} must be an integer in [0, 2**64), got {x}")
+    return np.uint64(x)
+
+
+def mix64(z):
+    "splitmix64 finaliser (@njit; checked when called from Python)."
+    return _mix64(_word("z", z))
+
+
+def stream_key(seed, stream):
+    "Key of stream `stream` under `seed` (@njit; checked when called from Python)."
+    return _stream_key(_word("seed", seed), _word("stream", stream))
+
+
+def u64(key, counter):
+    "Draw `counter` of stream `key` as uint64 (@njit; checked when called from Python)."
+    return _u64(_word("key", key), _word("counter", counter))
+
+
+def uniform(key, counter):
+    "Draw `counter` of stream `key` as float64 in [0, 1) (@njit; checked when called from Python)."
+    return _uniform(_word("key", key), _word("counter", counter))
+
+
+def randbelow(key, counter, n):
+    "Draw `counter` of stream `key` as an integer in [0, n) (@njit; checked when called from Python: n >= 1)."
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"n must be an integer in [1, 2**63), got {type(n).__name__}")
+    if not 1 <= int(n) < 2**63:
+        raise ValueError(f"n must be an integer in [1, 2**63), got {n}")
+    return _randbelow(_word("key", key), _word("counter", counter), np.int64(n))
+
+
+@overload(mix64, inline="always")
+def _ov_mix64(z):
+    return lambda z: _mix64(z)
+
+
+@overload(stream_key, inline="always")
+def _ov_stream_key(seed, stream):
+    return lambda seed, stream: _stream_key(seed, stream)
+
+
+@overload(u64, inline="always")
+def _ov_u64(key, counter):
+    return lambda key, counter: _u64(key, counter)
+
+
+@overload(uniform, inline="always")
+def _ov_uniform(key, counter):
+    return lambda key, counter: _uniform(key, counter)
+
+
+@overload(randbelow, inline="always")
+def _ov_randbelow(key, counter, n):
+    return lambda key, counter, n: _randbelow(key, counter, n)
 
 
 @njit(parallel=True, cache=True)
 def _uniform_fill_njit(seed, out):
     n_streams, n_draws = out.shape
     for s in prange(n_streams):
-        key = stream_key(seed, s)
+        key = _stream_key(seed, s)
         for i in range(n_draws):
-            out[s, i] = uniform(key, i)
+            out[s, i] = _uniform(key, i)
 
 
 def uniform_fill(seed: int, n_streams: int, n_draws: int) -> np.ndarray:
@@ -168,6 +237,7 @@ def _uniform_fill_cuda_kernel(seed, out):
 def uniform_fill_cuda(seed: int, n_streams: int, n_draws: int, threads_per_block: int = 128) -> np.ndarray:
     "CUDA kernel (one thread per stream) for `uniform_fill_ref`; runs under NUMBA_ENABLE_CUDASIM=1 too."
     _check_fill_args(seed, n_streams, n_draws)
+    threads_per_block = check_int("threads_per_block", threads_per_block, 1, 1024)
     out = cuda.device_array((n_streams, n_draws), dtype=np.float64)
     blocks = max(1, (n_streams + threads_per_block - 1) // threads_per_block)
     _uniform_fill_cuda_kernel[blocks, threads_per_block](np.uint64(seed), out)
@@ -180,6 +250,7 @@ def uniform_fill_cuda(seed: int, n_streams: int, n_draws: int, threads_per_block
 
 def benchmark(size: str = "default", repeat: int = 5) -> dict:
     "Time uniform_fill: NumPy reference, @njit kernel and NumPy's own PCG64 Generator on the same matrix size."
+    size = check_choice("size", size, ("small", "default", "full"))
     n_streams, n_draws = {"small": (256, 256), "default": (4096, 1024), "full": (16384, 1024)}[size]
     gen = np.random.default_rng(0)
     rows = {

@@ -19,15 +19,14 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, njit, prange
 
+from icml25nb.core import ArgumentTypeError, check_array, check_choice
 from icml25nb.kernels._bench import best_time as _best_time, race as _race
 
 __all__ = ["sketch_argmin_ref", "sketch_argmin", "sketch_argmin_cuda", "benchmark"]
 
 
-def _check(S, SP, Q, copies):
-    S = np.ascontiguousarray(S, dtype=np.float64)
-    SP = np.ascontiguousarray(SP, dtype=np.float64)
-    Q = np.ascontiguousarray(Q, dtype=np.float64)
+def _check_shapes(S, SP, Q, copies):
+    "Shapes, and copy indices in range: what the compiled loops need to stay inside the arrays."
     if S.ndim != 3 or S.shape[1] < 1 or S.shape[2] < 1:
         raise ValueError(f"S must be (k, m, d) sketch matrices, got shape {S.shape}")
     k, m, d = S.shape
@@ -35,17 +34,33 @@ def _check(S, SP, Q, copies):
         raise ValueError(f"SP must be (k, n, m) = ({k}, n, {m}) sketched points, got shape {SP.shape}")
     if Q.ndim != 2 or Q.shape[1] != d:
         raise ValueError(f"Q must be (b, {d}) queries, got shape {Q.shape}")
-    if not (np.all(np.isfinite(S)) and np.all(np.isfinite(SP)) and np.all(np.isfinite(Q))):
-        raise ValueError("S, SP and Q must be finite")
-    copies = np.asarray(copies)
-    if copies.dtype.kind not in "iu":
-        raise ValueError(f"copies must hold integer copy indices, got dtype {copies.dtype}")
-    copies = np.ascontiguousarray(copies, dtype=np.int64)
     if copies.ndim != 2 or copies.shape[0] != Q.shape[0]:
         raise ValueError(f"copies must be (b, r) with b = {Q.shape[0]} queries, got shape {copies.shape}")
     if copies.size and (copies.min() < 0 or copies.max() >= k):
         raise ValueError(f"copies must hold indices in [0, {k})")
+
+
+def _check(S, SP, Q, copies):
+    S, SP, Q = check_array("S", S), check_array("SP", SP), check_array("Q", Q)
+    raw = None if isinstance(copies, (str, bytes)) or copies is None else np.asarray(copies)
+    if raw is None or raw.dtype.kind not in "iu":
+        raise ArgumentTypeError(f"copies must hold integer copy indices, got "
+                                f"{type(copies).__name__ if raw is None else 'dtype ' + str(raw.dtype)}")
+    copies = check_array("copies", raw, dtype=np.int64)
+    _check_shapes(S, SP, Q, copies)
     return S, SP, Q, copies
+
+
+def _check_light(S, SP, Q, copies):
+    """`check=False`: arrays already float64 / int64 and C-contiguous pass after the shape and index checks alone (no
+    scan of the k sketches for NaN, O(b r)); anything else gets the full check."""
+    nd = np.ndarray
+    if (type(S) is nd and type(SP) is nd and type(Q) is nd and type(copies) is nd and S.dtype == np.float64
+            and SP.dtype == np.float64 and Q.dtype == np.float64 and copies.dtype == np.int64
+            and S.flags.c_contiguous and SP.flags.c_contiguous and Q.flags.c_contiguous and copies.flags.c_contiguous):
+        _check_shapes(S, SP, Q, copies)
+        return S, SP, Q, copies
+    return _check(S, SP, Q, copies)
 
 
 def sketch_argmin_ref(S, SP, Q, copies) -> tuple[np.ndarray, np.ndarray]:
@@ -84,11 +99,11 @@ def _sketch_argmin_njit(S, SP, Q, copies, idx, dist):
 
 
 def sketch_argmin(S, SP, Q, copies, check: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """CPU kernel (@njit, parallel over the (query, copy) pairs) for `sketch_argmin_ref`. `check=False` skips the
-    input checks (for a caller that built contiguous float64/int64 arrays of the right shapes itself: the chapter's
-    structures answer one query per call, where scanning all k sketches for NaN would cost more than the search)."""
-    if check:
-        S, SP, Q, copies = _check(S, SP, Q, copies)
+    """CPU kernel (@njit, parallel over the (query, copy) pairs) for `sketch_argmin_ref`. `check=False` skips the scan
+    for NaN and inf (for a caller that built finite contiguous float64/int64 arrays itself: the chapter's structures
+    answer one query per call, where scanning all k sketches would cost more than the search); shapes, dtypes and
+    copy indices are checked either way, so the compiled loops never read outside the arrays."""
+    S, SP, Q, copies = _check(S, SP, Q, copies) if check else _check_light(S, SP, Q, copies)
     idx = np.zeros(copies.shape, dtype=np.int64)
     dist = np.zeros(copies.shape)
     if copies.size:
@@ -164,6 +179,7 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     exact nearest neighbour a user would otherwise compute, tree built once, outside the timing). Best of the repeats
     after a warm-up; the njit kernel and its peers alternate."""
     from scipy.spatial import cKDTree
+    size = check_choice("size", size, ("small", "default", "full"))
     k, m, d, n, b, r = {"small": (40, 8, 64, 100, 50, 8), "default": (200, 16, 256, 500, 200, 20),
                         "full": (400, 16, 512, 2000, 500, 40)}[size]
     rng = np.random.default_rng(0)
@@ -186,9 +202,13 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     names = {"ref": "numpy reference (gather + einsum)", "njit": "njit sketch_argmin",
              "mm": "numpy matmul + argmin per query", "kd": "scipy cKDTree on unsketched points (exact NN)"}
     secs = {names["ref"]: _best_time(lambda: sketch_argmin_ref(S, SP, Q, copies), repeat)}
+    from icml25nb.algorithms.adaptive_sketch import DPRobustANN  # the public structure: one query per call
+    ann = DPRobustANN(P, m, k, eps=1.0, sample_frac=r / k, seed=0, selection="first")
+    ann.r = r
+    names["ann"] = "adaptive_sketch.DPRobustANN.candidates, one call per query"
     best = _race({"njit": lambda: sketch_argmin(S, SP, Q, copies), "mm": matmul_argmin,
-                  "kd": lambda: tree.query(Q, k=1)}, max(repeat, 3))
-    for key in ("njit", "mm", "kd"):
+                  "kd": lambda: tree.query(Q, k=1), "ann": lambda: [ann.candidates(q) for q in Q]}, max(repeat, 3))
+    for key in ("njit", "mm", "kd", "ann"):
         secs[names[key]] = best[key]
     ref_idx, ref_d = sketch_argmin_ref(S, SP, Q, copies)
     got_idx, got_d = sketch_argmin(S, SP, Q, copies)
@@ -199,7 +219,8 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
             "seconds": secs, "reference": names["ref"],
             "ratios": {"reference / njit": secs[names["ref"]] / secs[names["njit"]],
                        "numpy matmul + argmin / njit": secs[names["mm"]] / secs[names["njit"]],
-                       "cKDTree exact NN (unsketched) / njit": secs[names["kd"]] / secs[names["njit"]]},
+                       "cKDTree exact NN (unsketched) / njit": secs[names["kd"]] / secs[names["njit"]],
+                       "DPRobustANN.candidates per query / njit batch": secs[names["ann"]] / secs[names["njit"]]},
             "njit argmins equal the reference": bool(np.array_equal(ref_idx, got_idx)),
             "matmul argmins equal the reference": bool(np.array_equal(ref_idx, matmul_argmin())),
             "njit distances vs the reference, max relative difference":

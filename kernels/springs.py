@@ -24,63 +24,95 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, njit
 
+from icml25nb.core import check_array, check_float, check_int, check_memory, check_prob, check_seed
 from icml25nb.kernels._bench import race as _race
 
 __all__ = ["check_springs_inputs", "spring_forces", "springs_energy", "simulate_ref", "simulate_njit",
-           "simulate_cuda", "benchmark"]
+           "simulate_cuda", "random_springs", "benchmark"]
+
+
+#: refuse runs of more than this many pair updates (steps x S x n^2 x d): minutes of compute, not a call
+MAX_WORK = 10**10
+
+
+def _check_states(x, v, A, xname="x0", vname="v0"):
+    "x, v (S, n, d) and A (S, n, n): float64 C-contiguous, non-empty, finite, A symmetric with a zero diagonal."
+    x = check_array(xname, x, ndim=3)
+    if min(x.shape) < 1:
+        raise ValueError(f"{xname} must be a 3-D array (n_sims, n_particles, dim) with no empty axis, got shape "
+                         f"{x.shape}")
+    v = check_array(vname, v, ndim=3)
+    if v.shape != x.shape:
+        raise ValueError(f"{vname} must have shape {x.shape} like {xname}, got {v.shape}")
+    S, n, _ = x.shape
+    A = check_array("A", A, shape=(S, n, n))
+    if not np.array_equal(A, A.transpose(0, 2, 1)) or np.any(np.einsum("sii->si", A) != 0):
+        raise ValueError("A must be symmetric with a zero diagonal")
+    return x, v, A
 
 
 def check_springs_inputs(x0, v0, A, k, dt, steps):
-    "Validated (x0, v0, A, k, dt, steps): float64 C-contiguous arrays; a one-line ValueError naming the argument."
-    x0 = np.ascontiguousarray(x0, dtype=np.float64)
-    v0 = np.ascontiguousarray(v0, dtype=np.float64)
-    A = np.ascontiguousarray(A, dtype=np.float64)
-    if x0.ndim != 3 or min(x0.shape) < 1:
-        raise ValueError(f"x0 must be a 3-D array (n_sims, n_particles, dim), got shape {x0.shape}")
-    if v0.shape != x0.shape:
-        raise ValueError(f"v0 must have shape {x0.shape} like x0, got {v0.shape}")
-    S, n, _ = x0.shape
-    if A.shape != (S, n, n):
-        raise ValueError(f"A must have shape {(S, n, n)}, got {A.shape}")
-    for name, a in (("x0", x0), ("v0", v0), ("A", A)):
-        if not np.isfinite(a).all():
-            raise ValueError(f"{name} must be finite")
-    if not np.array_equal(A, A.transpose(0, 2, 1)) or np.any(np.einsum("sii->si", A) != 0):
-        raise ValueError("A must be symmetric with a zero diagonal")
-    if not (np.isfinite(k) and k >= 0):
-        raise ValueError(f"k must be a finite number >= 0, got {k}")
-    if not (np.isfinite(dt) and dt > 0):
-        raise ValueError(f"dt must be a finite number > 0, got {dt}")
-    if int(steps) != steps or steps < 0:
-        raise ValueError(f"steps must be an integer >= 0, got {steps}")
-    return x0, v0, A, float(k), float(dt), int(steps)
+    """Validated (x0, v0, A, k, dt, steps): float64 C-contiguous arrays x0, v0 (S, n, d) and A (S, n, n) with S, n,
+    d >= 1, finite, A symmetric with a zero diagonal; k a finite number >= 0, dt a finite number > 0, steps an integer
+    >= 0 with steps S n^2 d <= 1e10 (longer runs take minutes); a one-line ValueError/TypeError naming the argument."""
+    x0, v0, A = _check_states(x0, v0, A)
+    k = check_float("k", k, 0.0)
+    dt = check_float("dt", dt, 0.0, open_min=True)
+    steps = check_int("steps", steps, 0)
+    S, n, d = x0.shape
+    if steps * S * n * n * d > MAX_WORK:
+        raise ValueError(f"steps must be at most {MAX_WORK:.0e} / (S n^2 d) = {MAX_WORK // (S * n * n * d)} for "
+                         f"x0 of shape {x0.shape}, got {steps}")
+    return x0, v0, A, k, dt, steps
+
+
+def _finite_run(x, v, k, dt):
+    "(x, v), or a one-line ValueError if the integration diverged (an unstable step: the values overflowed)."
+    if not (np.isfinite(x).all() and np.isfinite(v).all()):
+        raise ValueError(f"k and dt are too large for these springs: the integration diverged to inf (velocity "
+                         f"Verlet is stable for k dt^2 lambda_max < 4, lambda_max <= 2 max_i sum_j A_ij; got k = {k:g},"
+                         f" dt = {dt:g})")
+    return x, v
 
 
 def spring_forces(x, A, k):
     "Hooke forces f_i = -k sum_j A_ij (x_i - x_j) for all simulations at once, shape (S, n, d)."
+    x, _, A = _check_states(x, x, A, "x", "x")
+    return _forces(x, A, check_float("k", k, 0.0))
+
+
+def _forces(x, A, k):
     deg = A.sum(axis=2)
     return -k * (deg[:, :, None] * x - np.einsum("sij,sjd->sid", A, x))
 
 
 def springs_energy(x, v, A, k):
     "Total energy per simulation: kinetic 1/2 sum |v|^2 plus spring 1/2 k sum_{i<j} A_ij |x_i - x_j|^2, shape (S,)."
-    x = np.asarray(x, dtype=np.float64)
+    x, v, A = _check_states(x, v, A, "x", "v")
+    k = check_float("k", k, 0.0)
+    S, n, d = x.shape
+    check_memory("x", float(S) * n * n * d, 8)
     diff = x[:, :, None, :] - x[:, None, :, :]
-    pot = 0.25 * k * np.einsum("sij,sijd->s", A, diff ** 2)  # each pair counted twice
-    return 0.5 * (np.asarray(v) ** 2).sum(axis=(1, 2)) + pot
+    with np.errstate(over="ignore", invalid="ignore"):
+        pot = 0.25 * k * np.einsum("sij,sijd->s", A, diff ** 2)  # each pair counted twice
+        e = 0.5 * (v ** 2).sum(axis=(1, 2)) + pot
+    if not np.isfinite(e).all():
+        raise ValueError("x, v and k are too large: the energy overflows float64")
+    return e
 
 
 def simulate_ref(x0, v0, A, k: float = 1.0, dt: float = 0.01, steps: int = 100):
     "NumPy reference: velocity Verlet for every simulation at once; returns (x, v) after `steps` steps."
     x0, v0, A, k, dt, steps = check_springs_inputs(x0, v0, A, k, dt, steps)
     x, v = x0.copy(), v0.copy()
-    f = spring_forces(x, A, k)
-    for _ in range(steps):
-        v += 0.5 * dt * f
-        x += dt * v
-        f = spring_forces(x, A, k)
-        v += 0.5 * dt * f
-    return x, v
+    with np.errstate(over="ignore", invalid="ignore"):  # a divergent run is reported below, not as a warning
+        f = _forces(x, A, k)
+        for _ in range(steps):
+            v += 0.5 * dt * f
+            x += dt * v
+            f = _forces(x, A, k)
+            v += 0.5 * dt * f
+    return _finite_run(x, v, k, dt)
 
 
 @njit(cache=True)
@@ -112,7 +144,8 @@ def _simulate_njit(x0, v0, A, k, dt, steps):
 
 def simulate_njit(x0, v0, A, k: float = 1.0, dt: float = 0.01, steps: int = 100):
     "CPU kernel for `simulate_ref`: one simulation at a time, fused loops, no temporaries."
-    return _simulate_njit(*check_springs_inputs(x0, v0, A, k, dt, steps))
+    x0, v0, A, k, dt, steps = check_springs_inputs(x0, v0, A, k, dt, steps)
+    return _finite_run(*_simulate_njit(x0, v0, A, k, dt, steps), k, dt)
 
 
 @cuda.jit(device=True)
@@ -149,11 +182,14 @@ def simulate_cuda(x0, v0, A, k: float = 1.0, dt: float = 0.01, steps: int = 100)
     x, v = cuda.to_device(x0), cuda.to_device(v0)
     blocks = (x0.shape[0] + _THREADS - 1) // _THREADS
     _simulate_cuda_kernel[blocks, _THREADS](x, v, cuda.to_device(A), k, dt, steps)
-    return x.copy_to_host(), v.copy_to_host()
+    return _finite_run(x.copy_to_host(), v.copy_to_host(), k, dt)
 
 
 def random_springs(n_sims: int, n_particles: int, dim: int = 2, p: float = 0.5, seed: int = 0):
     "Random initial states and spring graphs (each pair joined with probability p): (x0, v0, A)."
+    n_sims, n_particles = check_int("n_sims", n_sims, 1), check_int("n_particles", n_particles, 1)
+    dim, p, seed = check_int("dim", dim, 1), check_prob("p", p), check_seed(seed)
+    check_memory("n_sims x n_particles", float(n_sims) * n_particles * (n_particles + 2 * dim), 8)
     rng = np.random.default_rng(seed)
     A = np.triu((rng.random((n_sims, n_particles, n_particles)) < p).astype(np.float64), 1)
     A = A + A.transpose(0, 2, 1)
@@ -163,17 +199,22 @@ def random_springs(n_sims: int, n_particles: int, dim: int = 2, p: float = 0.5, 
 
 
 def benchmark(size: str = "default", repeat: int = 3) -> dict:
-    "S spring systems of 5 particles for 100 steps: vectorised NumPy reference vs @njit (alternating, best of)."
+    """S spring systems of 5 particles for 100 steps: vectorised NumPy reference vs @njit vs the public function a user
+    calls (`icml25nb.supervised.pcl.nbody_springs`, the same systems drawn, simulated and flattened), alternating."""
     if size not in ("small", "default", "full"):
         raise ValueError(f"size must be 'small', 'default' or 'full', got {size!r}")
+    from icml25nb.supervised.pcl import nbody_springs
     Ss = {"small": (16, 256), "default": (16, 256, 4096), "full": (16, 256, 4096, 65536)}[size]
     rows, ratios, values = {}, {}, {}
     for S in Ss:
         x0, v0, A = random_springs(S, 5, seed=S)
         best = _race({"ref": lambda: simulate_ref(x0, v0, A, 1.0, 0.01, 100),
-                      "njit": lambda: simulate_njit(x0, v0, A, 1.0, 0.01, 100)}, max(1, repeat))
+                      "njit": lambda: simulate_njit(x0, v0, A, 1.0, 0.01, 100),
+                      "pcl": lambda: nbody_springs(S, 5, 100, seed=S)}, max(1, repeat))
         rows[f"numpy (vectorised), S={S}"], rows[f"njit, S={S}"] = best["ref"], best["njit"]
+        rows[f"pcl.nbody_springs (data set: draw, simulate, flatten), S={S}"] = best["pcl"]
         ratios[f"njit vs numpy, S={S}"] = best["ref"] / best["njit"]
+        ratios[f"pcl.nbody_springs / njit, S={S}"] = best["pcl"] / best["njit"]
         values[f"max |x njit - numpy|, S={S}"] = float(
             np.abs(simulate_njit(x0, v0, A)[0] - simulate_ref(x0, v0, A)[0]).max())
     return {"kernel": "springs", "task": "S undamped 5-particle spring systems, 100 velocity-Verlet steps",

@@ -25,6 +25,7 @@ import math
 import numpy as np
 from numba import cuda, njit, prange
 
+from icml25nb.core import check_choice, check_int, check_memory
 from icml25nb.kernels._bench import best_time as _best_time
 
 __all__ = ["pack_bits", "tanimoto_matrix_ref", "tanimoto_matrix", "tanimoto_matrix_cuda", "benchmark"]
@@ -32,7 +33,14 @@ __all__ = ["pack_bits", "tanimoto_matrix_ref", "tanimoto_matrix", "tanimoto_matr
 
 def pack_bits(bits) -> np.ndarray:
     "Pack a 0/1 array (n, n_bits), n_bits a multiple of 64, into uint64 words (n, n_bits // 64), little-endian bits."
-    b = np.asarray(bits)
+    if isinstance(bits, (str, bytes)) or bits is None:
+        raise TypeError(f"bits must be a 2-D 0/1 array, got {type(bits).__name__}")
+    try:
+        b = np.asarray(bits)
+    except (ValueError, TypeError):
+        raise TypeError("bits must be a rectangular 2-D 0/1 array") from None
+    if b.dtype.kind not in "biuf":
+        raise TypeError(f"bits must be a 2-D 0/1 array of numbers, got dtype {b.dtype}")
     if b.ndim != 2 or b.shape[1] == 0 or b.shape[1] % 64:
         raise ValueError(f"bits must be a 2-D 0/1 array with a positive multiple of 64 columns, got shape {b.shape}")
     if b.dtype != bool and not np.isin(b, (0, 1)).all():
@@ -44,7 +52,13 @@ def pack_bits(bits) -> np.ndarray:
 def _check(A, B):
     out = []
     for name, X in (("A", A), ("B", B)):
-        X = np.asarray(X)
+        if isinstance(X, (str, bytes)) or X is None:
+            raise TypeError(f"{name} must be a uint64 array of packed fingerprints (see pack_bits), got "
+                            f"{type(X).__name__}")
+        try:
+            X = np.asarray(X)
+        except (ValueError, TypeError):
+            raise TypeError(f"{name} must be a rectangular uint64 array of packed fingerprints (see pack_bits)") from None
         if X.dtype != np.uint64:
             raise TypeError(f"{name} must be a uint64 array of packed fingerprints (see pack_bits), got {X.dtype}")
         if X.ndim != 2 or X.shape[1] == 0:
@@ -52,6 +66,7 @@ def _check(A, B):
         out.append(np.ascontiguousarray(X))
     if out[0].shape[1] != out[1].shape[1]:
         raise ValueError(f"A and B must have the same number of words, got {out[0].shape[1]} and {out[1].shape[1]}")
+    check_memory("A", float(len(out[0])) * len(out[1]), 8)  # the similarity matrix
     return out
 
 
@@ -63,6 +78,8 @@ def _from_counts(inter, ca, cb):
 def tanimoto_matrix_ref(A, B=None, chunk: int = 256) -> np.ndarray:
     "NumPy reference: Tanimoto similarity of every row of `A` with every row of `B` (B = A if omitted)."
     A, B = _check(A, A if B is None else B)
+    chunk = check_int("chunk", chunk, 1)
+    check_memory("chunk", float(min(chunk, len(A))) * len(B) * A.shape[1] + 2.0 * len(A) * len(B), 8)
     ca = np.bitwise_count(A).sum(1, dtype=np.int64)
     cb = np.bitwise_count(B).sum(1, dtype=np.int64)
     inter = np.empty((len(A), len(B)), np.int64)
@@ -131,6 +148,7 @@ def _tanimoto_cuda_kernel(A, B, ca, cb, out):
 def tanimoto_matrix_cuda(A, B=None, threads: int = 16) -> np.ndarray:
     "@cuda.jit kernel: Tanimoto similarity of every row of `A` with every row of `B` (B = A if omitted)."
     A, B = _check(A, A if B is None else B)
+    threads = check_int("threads", threads, 1, 32)  # threads^2 per block, at most 1024
     out = np.zeros((len(A), len(B)))
     if out.size == 0:
         return out
@@ -151,7 +169,10 @@ def _molecule_like_bits(n: int, n_bits: int, seed: int) -> np.ndarray:
 
 def benchmark(size: str = "default", repeat: int = 3) -> dict:
     "All-pairs Tanimoto of n fingerprints of 2048 bits: NumPy reference, @njit, RDKit's BulkTanimotoSimilarity."
+    size = check_choice("size", size, ("small", "default", "full"))
     from rdkit import DataStructs
+
+    from icml25nb.generative.combimots import diversity, fingerprints
     n = {"small": 300, "default": 2000, "full": 10000}[size]
     bits = _molecule_like_bits(n, 2048, seed=0)
     P = pack_bits(bits)
@@ -168,11 +189,19 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     secs = {"numpy reference (bitwise_count)": _best_time(lambda: tanimoto_matrix_ref(P), 1 if n <= 2000 else 0),
             "njit (SWAR popcount)": _best_time(lambda: tanimoto_matrix(P), repeat),
             "rdkit BulkTanimotoSimilarity (row by row)": _best_time(rdkit_run, min(repeat, 1))}
+    # the public function a user calls: SMILES in (RDKit Morgan fingerprints, then the kernel), mean distance out
+    smiles = ["C" * (1 + i % 30) + "O" * (1 + i // 30 % 5) + "N" * (i // 150) for i in range(n)]
+    fp = fingerprints(smiles)
+    secs["njit on the molecules' Morgan fingerprints"] = _best_time(lambda: tanimoto_matrix(fp), repeat)
+    secs["combimots.diversity (SMILES in: fingerprints + njit)"] = _best_time(lambda: diversity(smiles), min(repeat, 1))
     ours, theirs = tanimoto_matrix(P), rdkit_run()
     import numba
     return {"kernel": "tanimoto", "task": f"all-pairs Tanimoto, {n} x {n} fingerprints of 2048 bits; "
             f"{numba.get_num_threads()} numba thread(s)", "seconds": secs,
             "reference": "numpy reference (bitwise_count)",
             "ratios": {"rdkit / njit": secs["rdkit BulkTanimotoSimilarity (row by row)"] / secs["njit (SWAR popcount)"],
-                       "numpy / njit": secs["numpy reference (bitwise_count)"] / secs["njit (SWAR popcount)"]},
+                       "numpy / njit": secs["numpy reference (bitwise_count)"] / secs["njit (SWAR popcount)"],
+                       "combimots.diversity / njit (same molecules)":
+                           secs["combimots.diversity (SMILES in: fingerprints + njit)"]
+                           / secs["njit on the molecules' Morgan fingerprints"]},
             "njit equals rdkit": bool(np.abs(ours - theirs).max() <= 1e-12)}

@@ -37,7 +37,8 @@ import numpy as np
 from numba import cuda, njit, prange
 
 from icml25nb.kernels import rng as R
-from icml25nb.kernels._bench import best_time as _best_time
+from icml25nb.core import ArgumentTypeError, check_array, check_choice, check_float, check_int, check_memory, check_seed
+from icml25nb.kernels._bench import best_time as _best_time, race as _race
 from icml25nb.kernels._threads import map_row_blocks, row_blocks
 
 __all__ = ["wood_b", "wood_sample_ref", "wood_sample", "wood_sample_cuda", "top1_ref", "top1", "top1_cuda",
@@ -48,23 +49,26 @@ _TWO_PI = 2.0 * math.pi
 
 def wood_b(kappa: float, d: int) -> float:
     "Wood's b = (d-1) / (2 kappa + sqrt(4 kappa^2 + (d-1)^2)), free of cancellation at large kappa."
+    kappa, d = check_float("kappa", kappa, 0.0, open_min=True), check_int("d", d, 2)
     return (d - 1) / (2.0 * kappa + math.sqrt(4.0 * kappa * kappa + (d - 1) ** 2))
 
 
+#: the largest concentration the samplers take: beyond it 1 - w falls below float64's resolution near 1 (every draw
+#: would be mu), and 1 - x0^2 in Wood's constant rounds to 0 (log 0: the rejection loop would never accept)
+MAX_KAPPA = 1e15
+
+
 def _check_sampler(mu, kappa, size, seed) -> tuple[np.ndarray, float, int, int]:
-    mu = np.ascontiguousarray(mu, dtype=np.float64)
+    mu = check_array("mu", mu)
     if mu.ndim != 1 or mu.size < 2:
         raise ValueError(f"mu must be a vector of dimension >= 2, got shape {mu.shape}")
-    if not np.isfinite(mu).all() or abs(np.linalg.norm(mu) - 1.0) > 1e-6:
+    if abs(np.linalg.norm(mu) - 1.0) > 1e-6:
         raise ValueError("mu must be a finite unit vector (normalise it first)")
-    kappa = float(kappa)
-    if not (math.isfinite(kappa) and kappa > 0):
-        raise ValueError(f"kappa must be a finite positive number, got {kappa!r}")
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
-        raise ValueError(f"size must be a non-negative integer, got {size!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return mu, kappa, int(size), int(seed)
+    kappa = check_float("kappa", kappa, 0.0, MAX_KAPPA, open_min=True)
+    size = check_int("size", size, 0)
+    seed = check_seed(seed)
+    check_memory("size", float(size) * mu.size, 8 * 3)  # the draws and the reference's per-sample temporaries
+    return mu, kappa, size, seed
 
 
 # --- NumPy reference -------------------------------------------------------------------------------------------------
@@ -173,7 +177,7 @@ def _build_sampler(jit, uniform):
     return sample_one
 
 
-_sample_one = _build_sampler(njit(cache=False, inline="always"), R.uniform)
+_sample_one = _build_sampler(njit(cache=False, inline="always"), R._uniform)
 _cuda_sample_one = _build_sampler(lambda f: cuda.jit(device=True)(f), R.cuda_uniform)
 
 
@@ -181,7 +185,7 @@ _cuda_sample_one = _build_sampler(lambda f: cuda.jit(device=True)(f), R.cuda_uni
 def _wood_njit_libm(mu, kappa, b, x0, c, seed, out):
     "The previous CPU kernel (libm log, sqrt, cos, sin for every normal of every attempt), kept for the benchmark."
     for i in prange(out.shape[0]):
-        _sample_one(mu, kappa, b, x0, c, R.stream_key(seed, i), out[i])
+        _sample_one(mu, kappa, b, x0, c, R._stream_key(seed, i), out[i])
 
 
 # --- The CPU kernel: the same draws, vectorised ----------------------------------------------------------------------
@@ -229,7 +233,7 @@ def _fast_log(x):
 @njit(inline="always", error_model="numpy")
 def _u53(key, counter):
     "Draw `counter` of stream `key` as the integer m in [0, 2^53) of R.uniform's m 2^-53."
-    return np.int64(R.u64(key, counter) >> np.uint64(11))
+    return np.int64(R._u64(key, counter) >> np.uint64(11))
 
 
 @njit(inline="always", error_model="numpy")
@@ -315,7 +319,7 @@ def _sample_fast(mu, kappa, b, x0, c, key, out_row):
             ss += gl * gl
         Z = 0.5 * (1.0 + g0 / math.sqrt(ss))
         w = (1.0 - (1.0 + b) * Z) / (1.0 - (1.0 - b) * Z)
-        U = R.uniform(key, base + P - 1)
+        U = R._uniform(key, base + P - 1)
         lhs = kappa * w + (d - 1) * math.log(1.0 - x0 * w) - c
         if U == 0.0 or lhs >= math.log(U):
             break
@@ -367,7 +371,7 @@ def _wood3_block(mu, kappa, b, x0, c, seed, i0, out):
     r = n
     while r:  # rounds: every pending sample's next attempt (vectorised), then the rejected ones compacted
         for t in range(r):
-            Wt[t], ok[t] = _attempt3(kappa, b, x0, c, R.stream_key(seed, i0 + J[t]), 5 * At[t])
+            Wt[t], ok[t] = _attempt3(kappa, b, x0, c, R._stream_key(seed, i0 + J[t]), 5 * At[t])
         r2 = 0
         for t in range(r):
             if ok[t]:
@@ -381,7 +385,7 @@ def _wood3_block(mu, kappa, b, x0, c, seed, i0, out):
     m0, m1, m2 = mu[0], mu[1], mu[2]
     o0, o1, o2 = Wt, np.empty(n), np.empty(n)
     for j in range(n):
-        key = R.stream_key(seed, i0 + j)
+        key = R._stream_key(seed, i0 + j)
         base = 5 * (A[j] + 1)
         r = math.sqrt(-2.0 * _log1m(_u53(key, base)))
         cs, sn = _sincos_turns(_u53(key, base + 1))
@@ -409,7 +413,7 @@ def _wood_njit(mu, kappa, b, x0, c, seed, out):
             _wood3_block(mu, kappa, b, x0, c, seed, i0, out[i0:min(n, i0 + _B3)])
         return
     for i in prange(n):
-        _sample_fast(mu, kappa, b, x0, c, R.stream_key(seed, i), out[i])
+        _sample_fast(mu, kappa, b, x0, c, R._stream_key(seed, i), out[i])
 
 
 @njit(cache=True, error_model="numpy")
@@ -418,7 +422,7 @@ def _wood_serial(mu, kappa, b, x0, c, seed, out):
         _wood3_block(mu, kappa, b, x0, c, seed, 0, out)
         return
     for i in range(out.shape[0]):
-        _sample_fast(mu, kappa, b, x0, c, R.stream_key(seed, i), out[i])
+        _sample_fast(mu, kappa, b, x0, c, R._stream_key(seed, i), out[i])
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
@@ -474,6 +478,7 @@ def _wood_cuda_kernel(mu, kappa, b, x0, c, seed, out):
 def wood_sample_cuda(mu, kappa: float, size: int, seed: int = 0, threads_per_block: int = 128) -> np.ndarray:
     "CUDA kernel (one thread per sample) for `wood_sample_ref`; runs under NUMBA_ENABLE_CUDASIM=1 too."
     mu, kappa, size, seed = _check_sampler(mu, kappa, size, seed)
+    threads_per_block = check_int("threads_per_block", threads_per_block, 1, 1024)
     out = cuda.device_array((size, mu.size), dtype=np.float64)
     if size:
         blocks = (size + threads_per_block - 1) // threads_per_block
@@ -484,9 +489,21 @@ def wood_sample_cuda(mu, kappa: float, size: int, seed: int = 0, threads_per_blo
 
 # --- Top-1 inner-product search -------------------------------------------------------------------------------------
 
+def _as_real(name: str, X) -> np.ndarray:
+    if isinstance(X, (str, bytes)) or X is None:
+        raise ArgumentTypeError(f"{name} must be a 2-d array of real numbers, got {type(X).__name__}")
+    try:
+        X = np.asarray(X)
+    except (ValueError, TypeError):
+        raise ArgumentTypeError(f"{name} must be a rectangular 2-d array of real numbers") from None
+    if X.dtype.kind not in "biuf":
+        raise ArgumentTypeError(f"{name} must be a 2-d array of real numbers, got dtype {X.dtype}")
+    return X
+
+
 def _check_search(Q, A) -> tuple[np.ndarray, np.ndarray]:
-    A = np.asarray(A)
-    Q = np.asarray(Q)
+    A = _as_real("A", A)
+    Q = _as_real("Q", Q)
     if A.ndim != 2 or A.shape[0] == 0:
         raise ValueError(f"A must be a non-empty 2-d array (actions x dimension), got shape {A.shape}")
     if Q.ndim != 2 or Q.shape[1] != A.shape[1]:
@@ -498,6 +515,7 @@ def _check_search(Q, A) -> tuple[np.ndarray, np.ndarray]:
 def top1_ref(Q, A, chunk: int = 256) -> np.ndarray:
     "NumPy reference: argmax_j <Q_i, A_j> for every row of Q (chunks of queries, BLAS matrix products)."
     Q, A = _check_search(Q, A)
+    chunk = check_int("chunk", chunk, 1)
     out = np.empty(len(Q), dtype=np.int64)
     for s in range(0, len(Q), chunk):
         out[s:s + chunk] = np.argmax(Q[s:s + chunk] @ A.T, axis=1)
@@ -724,6 +742,7 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     """Sampler vs scipy.stats.vonmises_fisher (10^5 draws at d in {3, 16, 128, 1024} x kappa in {0.1, 10, 1e3,
     1e5}); top-1 search vs NumPy matmul + argmax and scipy's cKDTree."""
     from scipy.spatial import cKDTree
+    size = check_choice("size", size, ("small", "default", "full"))
     n, d, nq, n_samp = {"small": (20_000, 32, 256, 500), "default": (200_000, 32, 4096, 100_000),
                         "full": (1_000_000, 32, 4096, 100_000)}[size]
     rng = np.random.default_rng(0)
@@ -738,6 +757,12 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     _bench_sampler(n_samp, repeat, secs, ratios)
     ratios["sampler d=16 kappa=10: reference / njit"] = (secs["numpy reference, vMF sampler d=16 kappa=10"]
                                                          / secs["sampler d=16 kappa=10: njit"])
+    from icml25nb.bandits.vmf import ActionIndex, sample_vmf  # the public functions a user calls
+    pub = _race({"njit": lambda: wood_sample(mu16, 10.0, n_samp, 1),
+                 "public": lambda: sample_vmf(mu16, 10.0, n_samp, seed=1)}, max(1, repeat))
+    secs["njit wood_sample d=16 kappa=10 (beside sample_vmf)"] = pub["njit"]
+    secs["vmf.sample_vmf d=16 kappa=10 (checks + njit)"] = pub["public"]
+    ratios["sampler d=16 kappa=10: vmf.sample_vmf / njit"] = pub["public"] / pub["njit"]
     A = rng.standard_normal((n, d)).astype(np.float32)
     A /= np.linalg.norm(A, axis=1, keepdims=True)
     Q = wood_sample(mu, kappa, nq, 2).astype(np.float32)
@@ -746,6 +771,12 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     secs["numpy matmul + argmax (chunks of 256 queries)"] = _best_time(lambda: top1_ref(Q, A), repeat)
     secs["njit top-1 search"] = _best_time(lambda: top1(Q, A), repeat)
     secs["njit tiled top-1 (previous kernel, same answer)"] = _best_time(lambda: _top1_tiled(Q, A), min(repeat, 2))
+    index = ActionIndex(A, "brute")  # float64 unit rows: what the chapter's brute-force index searches
+    A64, Q64 = index.A, Q.astype(np.float64)
+    pub = _race({"njit": lambda: top1(Q64, A64), "public": lambda: index.query(Q64)}, max(1, min(repeat, 2)))
+    secs["njit top-1 search, float64 (beside ActionIndex)"] = pub["njit"]
+    secs["vmf.ActionIndex('brute').query, float64"] = pub["public"]
+    ratios["search: ActionIndex.query / njit (float64)"] = pub["public"] / pub["njit"]
     tree = cKDTree(A)
     secs["cKDTree query (exact, all cores)"] = _best_time(lambda: tree.query(Q, k=1, workers=-1), min(repeat, 2))
     got = top1(Q, A)

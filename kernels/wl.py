@@ -35,7 +35,9 @@ global hash table with atomics and a prefix sum to restore first-occurrence orde
 @njit table above, and each round pays a device-to-host copy of n hashes. It is tested under the CUDA simulator;
 no GPU was lent when it was written, so it has no timing in ``benchmark``.
 
-``wl_stable_njit`` / ``wl_stable_ref`` refine until no class splits and return the final colours only (a history
+``wl_final_njit`` / ``wl_final_ref`` return the last row only, keeping one row of memory and stopping at the first
+round that splits no class (so any number of rounds costs at most n); ``wl_colors_*`` refuse up front a history
+that cannot fit in memory. ``wl_stable_njit`` / ``wl_stable_ref`` refine until no class splits and return the final colours only (a history
 of up to n rounds would not fit in memory for long paths).
 
 ``benchmark(size, repeat)`` times the reference, the @njit kernel and networkx's
@@ -48,12 +50,14 @@ digits two different signatures can read the same (degree 4 with neighbour degre
 from __future__ import annotations
 
 import numpy as np
-from icml25nb.kernels._bench import best_time as _best_time
+from icml25nb.core import check_choice, ArgumentTypeError, check_array, check_int, check_memory
+from icml25nb.kernels._bench import best_time as _best_time, race as _race
 from numba import cuda, njit
 
-from .rng import cuda_mix64, mix64
+from .rng import _mix64, cuda_mix64
 
-__all__ = ["wl_colors_ref", "wl_colors_njit", "wl_colors_cuda", "wl_stable_ref", "wl_stable_njit",
+__all__ = ["wl_colors_ref", "wl_colors_njit", "wl_colors_cuda", "wl_final_ref", "wl_final_njit", "wl_stable_ref",
+           "wl_stable_njit",
            "first_occurrence", "benchmark"]
 
 _SALT_OWN = np.uint64(0x9E3779B97F4A7C15)
@@ -77,12 +81,13 @@ def first_occurrence(labels) -> np.ndarray:
 
 def _check(indptr, indices, init, iterations, name="iterations"):
     "Validated (indptr int64, indices int64, dense init int64, iterations int)."
-    indptr, indices = np.asarray(indptr), np.asarray(indices)
-    if indptr.ndim != 1 or len(indptr) < 1 or indptr.dtype.kind not in "iu":
-        raise ValueError("indptr must be a 1-D integer array of length n + 1")
-    if indices.ndim != 1 or (indices.size and indices.dtype.kind not in "iu"):
-        raise ValueError("indices must be a 1-D integer array")
-    indptr, indices = indptr.astype(np.int64), indices.astype(np.int64)
+    if isinstance(indptr, (str, bytes)) or indptr is None or np.asarray(indptr).dtype.kind not in "iu":
+        raise ArgumentTypeError("indptr must be a 1-D integer array of length n + 1")
+    indptr = check_array("indptr", indptr, ndim=1, dtype=np.int64, min_size=1)
+    raw = None if isinstance(indices, (str, bytes)) or indices is None else np.asarray(indices)
+    if raw is None or (raw.size and raw.dtype.kind not in "iu"):
+        raise ArgumentTypeError("indices must be a 1-D integer array")
+    indices = check_array("indices", raw, ndim=1, dtype=np.int64)
     n = len(indptr) - 1
     if indptr[0] != 0 or indptr[-1] != len(indices) or np.any(np.diff(indptr) < 0):
         raise ValueError("indptr must start at 0, be non-decreasing and end at len(indices)")
@@ -91,16 +96,20 @@ def _check(indptr, indices, init, iterations, name="iterations"):
     if init is None:
         c0 = np.zeros(n, np.int64)
     else:
+        if isinstance(init, (str, bytes)):
+            raise ArgumentTypeError(f"init must be an integer array of shape ({n},), got {type(init).__name__}")
         a = np.asarray(init)
         if a.shape != (n,):
             raise ValueError(f"init must have shape ({n},), got {a.shape}")
         if a.size and a.dtype.kind not in "iub":
-            raise TypeError(f"init must hold integers, got dtype {a.dtype}")
+            raise ArgumentTypeError(f"init must hold integers, got dtype {a.dtype}")
         c0 = first_occurrence(a)
-    if iterations is not None and (isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer))
-                                   or iterations < 0):
-        raise ValueError(f"{name} must be a non-negative integer, got {iterations!r}")
-    return indptr, indices, c0, (None if iterations is None else int(iterations))
+    return indptr, indices, c0, check_int(name, iterations, 0)
+
+
+def _check_history(iterations: int, n: int) -> None:
+    "Refuse, naming `iterations`, a history of (iterations + 1) x n colours that cannot fit in memory."
+    check_memory("iterations", (iterations + 1.0) * n, 8)
 
 
 def _mask(hash_bits: int) -> np.uint64:
@@ -121,12 +130,29 @@ def _round_ref(indptr, indices, c):
 
 
 def wl_colors_ref(indptr, indices, init=None, iterations: int = 3) -> np.ndarray:
-    "Colours after 0..`iterations` rounds of 1-WL, shape (iterations + 1, n), numbered by first occurrence (reference)."
+    """Colours after 0..`iterations` rounds of 1-WL, shape (iterations + 1, n), numbered by first occurrence (reference).
+    Once a round splits no class the colours never change again, so the remaining rows are copies."""
     indptr, indices, c, iterations = _check(indptr, indices, init, iterations)
-    rows = [c]
+    _check_history(iterations, len(c))
+    hist = np.empty((iterations + 1, len(c)), np.int64)
+    hist[0] = c
+    for k in range(iterations):
+        hist[k + 1] = _round_ref(indptr, indices, hist[k])
+        if hist[k + 1].max(initial=-1) == hist[k].max(initial=-1):  # refinement: as many classes, same partition
+            hist[k + 2:] = hist[k + 1]
+            break
+    return hist
+
+
+def wl_final_ref(indptr, indices, init=None, iterations: int = 3) -> np.ndarray:
+    "Colours after `iterations` rounds, shape (n,): the last row of `wl_colors_ref`, one row kept (reference)."
+    indptr, indices, c, iterations = _check(indptr, indices, init, iterations)
     for _ in range(iterations):
-        rows.append(_round_ref(indptr, indices, rows[-1]))
-    return np.array(rows, dtype=np.int64).reshape(iterations + 1, len(c))
+        new = _round_ref(indptr, indices, c)
+        if new.max(initial=-1) == c.max(initial=-1):
+            break
+        c = new
+    return c
 
 
 def wl_stable_ref(indptr, indices, init=None) -> tuple[np.ndarray, int]:
@@ -152,7 +178,7 @@ def _build_hash(jit, mix):
     return node_hash
 
 
-_node_hash = _build_hash(njit(cache=True, inline="always"), mix64)
+_node_hash = _build_hash(njit(cache=True, inline="always"), _mix64)
 _cuda_node_hash = _build_hash(cuda.jit(device=True), cuda_mix64)
 
 
@@ -252,10 +278,40 @@ def _stable_njit(indptr, indices, c0, mask, table):
         ncol, rounds = new, rounds + 1
 
 
+@njit(cache=True, nogil=True)
+def _final_njit(indptr, indices, c0, iterations, mask, table):
+    "Colours after `iterations` rounds, two rows of memory, stopping at the first round that splits no class."
+    n = len(c0)
+    c, nxt = c0.copy(), np.empty(n, np.int64)
+    sig = np.empty(n, np.uint64)
+    count = np.zeros(max(n, 1), np.int64)
+    ncol = 0
+    for v in range(n):
+        ncol = max(ncol, c0[v] + 1)
+    for _ in range(iterations):
+        _hashes_njit(indptr, indices, c, mask, sig)
+        new = _assign_njit(indptr, indices, c, sig, nxt, table, count)
+        if new == ncol:  # nothing split: stable from here on
+            break
+        c, nxt = nxt, c
+        ncol = new
+    return c
+
+
 def wl_colors_njit(indptr, indices, init=None, iterations: int = 3, hash_bits: int = 64) -> np.ndarray:
-    "Colours after 0..`iterations` rounds of 1-WL, shape (iterations + 1, n), numbered by first occurrence (@njit)."
+    """Colours after 0..`iterations` rounds of 1-WL, shape (iterations + 1, n), numbered by first occurrence (@njit).
+    A history that cannot fit in memory is refused up front (naming `iterations`); `wl_final_njit` keeps one row."""
     indptr, indices, c0, iterations = _check(indptr, indices, init, iterations)
-    return _history_njit(indptr, indices, c0, iterations, _mask(hash_bits), _table(len(c0)))
+    mask = _mask(hash_bits)
+    _check_history(iterations, len(c0))
+    return _history_njit(indptr, indices, c0, iterations, mask, _table(len(c0)))
+
+
+def wl_final_njit(indptr, indices, init=None, iterations: int = 3, hash_bits: int = 64) -> np.ndarray:
+    """Colours after `iterations` rounds of 1-WL, shape (n,): the last row of `wl_colors_njit`, computed with one row
+    of memory and stopping once a round splits no class (any `iterations`, 10^9 included, costs at most n rounds)."""
+    indptr, indices, c0, iterations = _check(indptr, indices, init, iterations)
+    return _final_njit(indptr, indices, c0, iterations, _mask(hash_bits), _table(len(c0)))
 
 
 def wl_stable_njit(indptr, indices, init=None, hash_bits: int = 64) -> tuple[np.ndarray, int]:
@@ -279,6 +335,8 @@ def wl_colors_cuda(indptr, indices, init=None, iterations: int = 3, hash_bits: i
     thread per node), first-occurrence numbering with the exact check on the host (the @njit table)."""
     indptr, indices, c0, iterations = _check(indptr, indices, init, iterations)
     mask = _mask(hash_bits)
+    threads_per_block = check_int("threads_per_block", threads_per_block, 1, 1024)
+    _check_history(iterations, len(c0))
     n = len(c0)
     hist = np.empty((iterations + 1, n), np.int64)
     hist[0] = c0
@@ -320,6 +378,7 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     import warnings
 
     import networkx as nx
+    size = check_choice("size", size, ("small", "default", "full"))
     n = {"small": 2_000, "default": 20_000, "full": 100_000}[size]
     it = 3
     G = nx.barabasi_albert_graph(n, 4, seed=1)
@@ -343,9 +402,18 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
                 lambda: nx.weisfeiler_lehman_subgraph_hashes(G, iterations=it), min(repeat, 1)),
         }
         rows["njit, until stable"] = _best_time(lambda: wl_stable_njit(indptr, indices), 5 * repeat)
+        from icml25nb.graphdata import wl_colors  # the public function a user calls: networkx graph -> CSR -> kernel
+        public = _race({"njit": lambda: wl_final_njit(indptr, indices, iterations=it),
+                        "public": lambda: wl_colors(G, it)}, 5 * repeat)
+        rows["njit, last round only (wl_final_njit)"] = public["njit"]
+        rows["graphdata.wl_colors (networkx graph in)"] = public["public"]
+        if not np.array_equal(wl_colors(G, it), ours[-1]):
+            raise AssertionError("graphdata.wl_colors and the kernel disagree")
         stable, rounds = wl_stable_njit(indptr, indices)
     ratios = {f"njit vs {k}": rows[k] / rows["njit"] for k in
               ("reference (Python tuples)", "networkx weisfeiler_lehman_subgraph_hashes")}
+    ratios["graphdata.wl_colors / wl_final_njit"] = (rows["graphdata.wl_colors (networkx graph in)"]
+                                                     / rows["njit, last round only (wl_final_njit)"])
     values = {f"colours after {k} rounds": int(ours[k].max()) + 1 for k in range(1, it + 1)}
     for k in range(it):
         merged = int(ours[k + 1].max()) - int(nx_cols[k].max())

@@ -179,3 +179,4 @@ def test_benchmark_small_runs_and_agrees():
     assert set(res) >= {"kernel", "task", "seconds", "reference", "ratios"}
     assert res["reference"] in res["seconds"]
     assert all(res["ranks equal (njit, moocore, reference)"].values())
+    assert "pareto.pareto_rank (block), m=2" in res["seconds"] and "m=3: block nondominated_mask / njit" in res["ratios"]

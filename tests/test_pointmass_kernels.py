@@ -89,4 +89,5 @@ def test_benchmark_small_reports_every_size():
     res = PM.benchmark("small", repeat=1)
     assert set(res) >= {"kernel", "task", "seconds", "reference", "values", "ratios"}
     assert res["reference"] in res["seconds"]
-    assert len(res["ratios"]) == 2 and all(v < 1e-12 for v in res["values"].values())
+    assert len(res["ratios"]) == 4 and all(v < 1e-12 for v in res["values"].values())
+    assert {"control.PointMassVecEnv.step, n=16", "control.PointMassVecEnv.step, n=1024"} <= set(res["seconds"])
