@@ -168,12 +168,17 @@ def optimal_dasgupta_cost(W) -> float:
         opt[S] = best
     return float(opt[full - 1])
 
+# %% ../../nbs/algorithms/02_hclust.ipynb #c49a0b17
+from ..core import ArgumentTypeError, check_float, check_ids, check_int, check_memory
+
 # %% ../../nbs/algorithms/02_hclust.ipynb #4235ee31
 class SplittingOracle:
     "Triplet oracle for a reference tree: the vertex that splits away first, wrong with probability p_err."
 
     def __init__(self, tree, p_err: float = 0.0, persistent: bool = True, seed: int = 0):
-        p_err = float(p_err)
+        p_err = check_float("p_err", p_err)
+        if not isinstance(persistent, (bool, np.bool_)):
+            raise ArgumentTypeError(f"persistent must be True or False, got {persistent!r}")
         if not 0 <= p_err < 0.5:
             raise ValueError(f"p_err must lie in [0, 0.5), got {p_err!r}")
         self.S = lca_sizes(tree)
@@ -184,7 +189,13 @@ class SplittingOracle:
         self.queries = 0
 
     def _check(self, *arrs):
-        out = [np.asarray(a, dtype=np.int64) for a in np.broadcast_arrays(*arrs)]
+        arrs = [check_ids(name, a, self.n) for name, a in zip("uvw", arrs)]  # no truncation of 1.5, no wrap of -1
+        try:
+            arrs = np.broadcast_arrays(*arrs)
+        except ValueError:
+            raise ValueError(f"u, v, w must have one shape (or broadcast), got {[a.shape for a in arrs]}") from None
+        check_memory("u", arrs[0].size, 8 * 8)
+        out = [np.asarray(a, dtype=np.int64) for a in arrs]
         if any(a.size and (a.min() < 0 or a.max() >= self.n) for a in out):
             raise ValueError(f"vertices must lie in [0, {self.n})")
         u, v, w = out
@@ -214,7 +225,10 @@ class SplittingOracle:
         "Per pair (u, v), the number of its witnesses w (distinct from u, v) named as splitting away (kernel)."
         if not self.persistent:
             raise ValueError("count_votes runs the persistent oracle's kernel")
-        pairs, witnesses = np.asarray(pairs, dtype=np.int64), np.asarray(witnesses, dtype=np.int64)
+        pairs = check_ids("pairs", pairs, self.n, ndim=2)
+        witnesses = check_ids("witnesses", witnesses, self.n, ndim=2)
+        if pairs.shape[1:] != (2,) or len(witnesses) != len(pairs):
+            raise ValueError(f"pairs must be (k, 2) and witnesses (k, m), got {pairs.shape} and {witnesses.shape}")
         self.queries += int(((witnesses != pairs[:, :1]) & (witnesses != pairs[:, 1:])).sum())
         return HK.count_votes(self.S, pairs, witnesses, self.p_err, self.seed)
 
@@ -335,9 +349,21 @@ def _oracle_tree(oracle, leaf_size: int, finish: str, anchors: int, votes: int, 
     return _tree_from_groups(solve(np.arange(oracle.n)))
 
 
+def _check_oracle_args(oracle, anchors, votes, leaf_size) -> None:
+    "Integers (never truncated) and sizes that fit: the oracle's votes per placement are held for every vertex."
+    if not isinstance(oracle, SplittingOracle):
+        raise ArgumentTypeError(f"oracle must be a SplittingOracle (or a DataTripletOracle), got {type(oracle).__name__}")
+    check_int("anchors", anchors, 3)
+    check_int("votes", votes, 1)
+    if leaf_size is not None:
+        check_int("leaf_size", leaf_size, 3)
+    check_memory("votes", float(oracle.n) * votes, 8 * 16)
+
+
 def oracle_hc_dasgupta(oracle: SplittingOracle, anchors: int = 12, votes: int = 15, leaf_size: int = 8,
                        seed: int = 0) -> np.ndarray:
     "This chapter's oracle-only hierarchical clustering for Dasgupta's cost: split to `leaf_size`, exact finish."
+    _check_oracle_args(oracle, anchors, votes, leaf_size)
     if leaf_size < 3 or anchors < 3 or votes < 1:
         raise ValueError("need leaf_size >= 3, anchors >= 3 and votes >= 1")
     return _oracle_tree(oracle, leaf_size, "votes", anchors, votes, seed)
@@ -346,6 +372,7 @@ def oracle_hc_dasgupta(oracle: SplittingOracle, anchors: int = 12, votes: int = 
 def oracle_hc_mw(oracle: SplittingOracle, anchors: int = 12, votes: int = 15, leaf_size: int | None = None,
                  seed: int = 0) -> np.ndarray:
     "This chapter's oracle-only clustering for Moseley-Wang: split to ceil(log2 n)^2, arbitrary balanced finish."
+    _check_oracle_args(oracle, anchors, votes, leaf_size)
     leaf_size = leaf_size or math.ceil(math.log2(oracle.n)) ** 2
     if leaf_size < 3 or anchors < 3 or votes < 1:
         raise ValueError("need leaf_size >= 3, anchors >= 3 and votes >= 1")
