@@ -169,7 +169,7 @@ def optimal_dasgupta_cost(W) -> float:
     return float(opt[full - 1])
 
 # %% ../../nbs/algorithms/02_hclust.ipynb #c49a0b17
-from ..core import ArgumentTypeError, check_float, check_ids, check_int, check_memory
+from ..core import ArgumentTypeError, check_array, check_float, check_ids, check_int, check_memory
 
 # %% ../../nbs/algorithms/02_hclust.ipynb #4235ee31
 class SplittingOracle:
@@ -181,7 +181,12 @@ class SplittingOracle:
             raise ArgumentTypeError(f"persistent must be True or False, got {persistent!r}")
         if not 0 <= p_err < 0.5:
             raise ValueError(f"p_err must lie in [0, 0.5), got {p_err!r}")
-        self.S = lca_sizes(tree)
+        tree = check_array("tree", tree, shape=(None, 4), min_size=4)  # a linkage matrix (the kernel checks the rest)
+        check_memory("tree", float(len(tree) + 1) ** 2, 8 * 3)  # the n x n LCA sizes
+        try:
+            self.S = lca_sizes(tree)
+        except ValueError as e:
+            raise ValueError(f"tree: {e}") from None
         self.n = len(self.S)
         if self.n < 3:
             raise ValueError("the oracle needs a tree with at least 3 leaves")
@@ -200,7 +205,7 @@ class SplittingOracle:
             raise ValueError(f"vertices must lie in [0, {self.n})")
         u, v, w = out
         if ((u == v) | (u == w) | (v == w)).any():
-            raise ValueError("a triplet needs three distinct vertices")
+            raise ValueError("u, v, w: a triplet needs three distinct vertices")
         return u, v, w
 
     def query_many(self, u, v, w) -> np.ndarray:
@@ -349,13 +354,13 @@ def _oracle_tree(oracle, leaf_size: int, finish: str, anchors: int, votes: int, 
     return _tree_from_groups(solve(np.arange(oracle.n)))
 
 
-def _check_oracle_args(oracle, anchors, votes, leaf_size) -> None:
+def _check_oracle_args(oracle, anchors, votes, leaf_size, leaf_default: bool = False) -> None:
     "Integers (never truncated) and sizes that fit: the oracle's votes per placement are held for every vertex."
     if not isinstance(oracle, SplittingOracle):
         raise ArgumentTypeError(f"oracle must be a SplittingOracle (or a DataTripletOracle), got {type(oracle).__name__}")
     check_int("anchors", anchors, 3)
     check_int("votes", votes, 1)
-    if leaf_size is not None:
+    if leaf_size is not None or not leaf_default:
         check_int("leaf_size", leaf_size, 3)
     check_memory("votes", float(oracle.n) * votes, 8 * 16)
 
@@ -372,7 +377,7 @@ def oracle_hc_dasgupta(oracle: SplittingOracle, anchors: int = 12, votes: int = 
 def oracle_hc_mw(oracle: SplittingOracle, anchors: int = 12, votes: int = 15, leaf_size: int | None = None,
                  seed: int = 0) -> np.ndarray:
     "This chapter's oracle-only clustering for Moseley-Wang: split to ceil(log2 n)^2, arbitrary balanced finish."
-    _check_oracle_args(oracle, anchors, votes, leaf_size)
+    _check_oracle_args(oracle, anchors, votes, leaf_size, leaf_default=True)
     leaf_size = leaf_size or math.ceil(math.log2(oracle.n)) ** 2
     if leaf_size < 3 or anchors < 3 or votes < 1:
         raise ValueError("need leaf_size >= 3, anchors >= 3 and votes >= 1")

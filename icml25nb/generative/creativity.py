@@ -42,7 +42,7 @@ def noise_schedule(t):
 
 # %% ../../nbs/generative/01_creativity.ipynb #669a34a7
 def _images(x, name: str) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
+    x = check_array(name, x, finite=False)  # numbers (not strings, None or objects), named
     if x.ndim != 3 or 0 in x.shape:
         raise ValueError(f"{name} must be a non-empty (images, H, W) array, got shape {x.shape}")
     if not np.isfinite(x).all():
@@ -250,7 +250,10 @@ def calibrate_patch_sizes(net_fns: dict, heldout, train, ks=(3, 5, 7), steps: in
     if isinstance(ks, (str, bytes)) or not hasattr(ks, "__len__") or len(ks) == 0:
         raise ValueError(f"ks must be a non-empty sequence of odd patch sizes, got {ks!r}")
     for k in ks:
-        _check_k(k, heldout.shape[1], heldout.shape[2], padding)
+        try:
+            _check_k(k, heldout.shape[1], heldout.shape[2], padding)
+        except ValueError as e:
+            raise ValueError(f"ks: {e}") from None
     rng = make_rng(check_seed(seed), 10)
     ts = [round(i / steps, 6) for i in range(steps, 0, -1)]
     cos = {name: np.empty((len(ts), len(ks))) for name in net_fns}
@@ -291,6 +294,9 @@ def r2(a, b) -> np.ndarray:
 
 def nearest_train_distance(samples, train) -> tuple:
     "(distance, index): for each sample the training image minimising |s - x| / |x|, and that normalised distance."
+    samples, train = _images(samples, "samples"), _images(train, "train")
+    if samples.shape[1:] != train.shape[1:]:
+        raise ValueError(f"samples and train must have the same image shape, got {samples.shape[1:]} and {train.shape[1:]}")
     s, train = _pair(samples, train)
     s, tr = s.reshape(len(s), -1), train.reshape(len(train), -1)
     if not (np.linalg.norm(tr, axis=1) > 0).all():

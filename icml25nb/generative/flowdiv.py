@@ -212,7 +212,9 @@ def euler_sample(model, x0, steps: int = 100) -> torch.Tensor:
     "Integrate dx/dt = v(x, t) from t = 0 to 1 with `steps` Euler steps."
     check_int("steps", steps, 1, 1_000_000)
     x0 = x0.detach().cpu().numpy() if torch.is_tensor(x0) else x0
-    x = torch.as_tensor(check_array("x0", x0, ndim=2), dtype=torch.float32).clone()
+    dim = getattr(model, "dim", None)
+    x = torch.as_tensor(check_array("x0", x0, shape=(None, dim if isinstance(dim, int) else None)),
+                        dtype=torch.float32).clone()
     _check_x(model, x)
     h = 1.0 / steps
     with torch.no_grad():
@@ -299,7 +301,7 @@ def train_flow(name: str, method: str = "cfm", lam: float = 0.1, steps: int = 30
     if not isinstance(extra_terms, (bool, np.bool_)):
         raise ArgumentTypeError(f"extra_terms must be True or False, got {extra_terms!r}")
     seed = check_seed(seed)
-    init_seed = seed if init_seed is None else check_seed(init_seed)
+    init_seed = seed if init_seed is None else check_int("init_seed", init_seed, 0, 2**63 - 1)
     torch.manual_seed(init_seed)
     model = VelocityMLP(2, hidden, check_int("layers", layers, 1))
     opt = torch.optim.Adam(model.parameters(), lr=lr)

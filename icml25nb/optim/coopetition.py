@@ -365,7 +365,7 @@ def make_exemplar_task(n_classes: int = 4096, n_labels: int = 32, dim: int = 16,
     dim, n_novel, seed = check_int("dim", dim, 1), check_int("n_novel", n_novel, 2), check_seed(seed)
     if isinstance(sigma, bool) or not (isinstance(sigma, (int, float)) and math.isfinite(sigma) and sigma >= 0):
         raise ValueError(f"sigma must be a non-negative finite number, got {sigma!r}")
-    check_memory("n_classes", float(n_classes + n_novel) * dim, 8)
+    check_memory("n_classes x dim", float(n_classes + n_novel) * dim, 8)
     rng = make_rng(seed, 11)
     return ExemplarTask(rng.standard_normal((n_classes, dim)), rng.integers(0, n_labels, n_classes),
                         rng.standard_normal((n_novel, dim)), float(sigma), n_labels)

@@ -124,7 +124,9 @@ def nuclear_prox_batch(Ms, masks, betas, iters: int = 8000, points: int = 100) -
     masks = check_array("masks", masks, dtype=np.int64, minimum=0, maximum=1).astype(bool)  # 0/1 or booleans
     if Ms.ndim != 3 or masks.shape != Ms.shape:
         raise ValueError(f"Ms and masks must have the same shape (B, n, n), got {Ms.shape} and {masks.shape}")
-    b = check_array("betas", betas)
+    if np.asarray(betas).dtype.kind == "b":
+        raise ArgumentTypeError("betas must be numbers, got booleans")
+    b = check_array("betas", betas, contiguous=False)
     if b.ndim > 1 or (b.ndim == 1 and b.shape != (len(Ms),)):
         raise ValueError(f"betas must be a number or one per problem ({len(Ms)},), got shape {b.shape}")
     betas = np.broadcast_to(b, (len(Ms),))
@@ -269,6 +271,7 @@ def train_modular(data: dict, penalty: str | None = None, beta: float = 0.0, lr:
     "Full-batch Adam on cross-entropy + penalty ('l1': beta |theta|_1, 'l2': beta/2 |theta|_2^2); logged accuracies and norms."
     if penalty not in (None, "l1", "l2"):
         raise ValueError(f"penalty must be None, 'l1' or 'l2', got {penalty!r}")
+    beta = check_float("beta", beta, 0.0)
     if not (beta >= 0 and math.isfinite(beta)):
         raise ValueError(f"beta must be non-negative, got {beta!r}")
     check_int("steps", steps, 1)

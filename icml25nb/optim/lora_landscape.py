@@ -151,7 +151,8 @@ def effective_rank(X, rtol: float = 1e-3):
 
 def factor_penalty(A, B):
     "(||A||_F^2 + ||B||_F^2) / 2: LoRA's weight decay divided by lambda (an array for a batch)."
-    A, B = check_array("A", A, contiguous=False), check_array("B", B, contiguous=False)
+    A = check_array("A", A, contiguous=False, finite=False)  # a diverged run's penalty is inf or NaN, as it should be
+    B = check_array("B", B, contiguous=False, finite=False)
     if A.ndim < 2 or B.ndim < 2 or A.shape[:-2] != B.shape[:-2]:
         raise ValueError(f"A and B must be matrices (or batches of one length) (..., m, r), got {A.shape} and {B.shape}")
     p = 0.5 * (np.sum(A * A, axis=(-2, -1)) + np.sum(B * B, axis=(-2, -1)))
@@ -364,12 +365,17 @@ def train_lora(problem: SensingProblem, r: int = 8, lam: float = 0.1, init: str 
     record_every = check_int("record_every", record_every, 1)
     k = 1 if runs is None else check_int("runs", runs, 1)
     _check_problem(problem)
-    check_memory("steps", float(steps) / record_every * k, 8 * 3)  # the history
+    check_memory("runs x steps", float(steps) / record_every * k, 8 * 3)  # the history
     m, n = problem.shape
     if start is None:
         A, B = init_factors(m, n, r, init, init_scale, k, seed)
     else:
-        A, B = _check_factors(*start, problem)
+        if not (isinstance(start, (tuple, list)) and len(start) == 2):
+            raise ValueError(f"start must be a pair (A, B) of factors, got {type(start).__name__}")
+        try:
+            A, B = _check_factors(*start, problem)
+        except ValueError as e:
+            raise ValueError(f"start: {e}") from None
         if A.shape != (k, m, r):
             raise ValueError(f"start must be factors of shape ({k}, {m}, {r}) and ({k}, {n}, {r}), got {A.shape}")
     lr = default_lr(problem, A, B, lam) if lr is None else check_positive("lr", lr)

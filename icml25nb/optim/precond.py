@@ -164,9 +164,9 @@ class Trace:
         "Number of steps taken."
         return len(self.f) - 1
 
-def _check_steps(steps) -> int:
+def _check_steps(steps, name: str = "steps") -> int:
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
-        raise ValueError(f"steps must be a non-negative integer, got {steps!r}")
+        raise ValueError(f"{name} must be a non-negative integer, got {steps!r}")
     return int(steps)
 
 def npgd(f: Callable, grad: Callable, x0, gamma: float, lam: float, kind: str = "smooth_clip", steps: int = 1000,
@@ -248,10 +248,10 @@ def theory_steps(problem: TestProblem, kind: str) -> tuple[float, float]:
 def gd_best_step(problem: TestProblem, tol: float = 1e-6, max_steps: int = 200_000, grid_max: int = 24) -> dict:
     "Best fixed-step gradient descent over a geometric grid of steps: {'gamma', 'iters', 'f' (its trace), 'grid'}."
     check_positive("tol", tol)
-    _check_steps(max_steps)
+    _check_steps(max_steps, "max_steps")
     _check_problem(problem)
     check_int("grid_max", grid_max, -4, 200)  # gammas 2^(j/2) / L_start for j = -4..grid_max: 2^100 is far past any use
-    check_memory("grid_max", float(grid_max + 5) * max_steps, 8)  # the traces
+    check_memory("max_steps x grid_max", float(grid_max + 5) * max_steps, 8)  # the traces
     x0 = problem.x0
     L_start = problem.L0 + problem.L1 * np.linalg.norm(problem.grad(x0))
     js = np.arange(-4, grid_max + 1)
@@ -286,10 +286,12 @@ def gd_armijo(problem: TestProblem, tol: float = 1e-6, max_steps: int = 100_000,
     """Gradient descent with Armijo backtracking from `t0` each iteration: {'iters' (inf if not converged), 'f' (trace),
     'evals' (function evaluations), 'steps' (accepted steps)}."""
     check_positive("tol", tol)
-    _check_steps(max_steps)
+    _check_steps(max_steps, "max_steps")
     check_positive("t0", t0)
     _check_problem(problem)
     check_int("max_halvings", max_halvings, 1)
+    check_float("beta", beta)
+    check_float("c", c)
     check_memory("max_steps", max_steps, 8 * 2)
     if isinstance(beta, (str, bytes)) or isinstance(c, (str, bytes)) or not (0 < beta < 1) or not (0 < c < 1):
         raise ValueError(f"beta and c must be in (0, 1), got beta={beta}, c={c}")
@@ -391,7 +393,9 @@ def speed_comparison(problem: TestProblem, tol: float = 1e-6, gd_max_steps: int 
     """Iterations to f - f* < tol: best fixed-step GD, GD with an Armijo line search, NPGD with each map at the
     theory's steps, and the identity map at those steps."""
     _check_problem(problem)
-    _check_steps(npgd_max_steps)
+    check_positive("tol", tol)
+    _check_steps(gd_max_steps, "gd_max_steps")
+    _check_steps(npgd_max_steps, "npgd_max_steps")
     out = {"gd": gd_best_step(problem, tol=tol, max_steps=gd_max_steps),
            "armijo": gd_armijo(problem, tol=tol, max_steps=npgd_max_steps)}
     for kind in NPGD_KINDS + tuple(f"identity@{k}" for k in ABLATED_KINDS):
