@@ -6,6 +6,7 @@ the float64 answer.
 Three parts: one test per defect found (each failed before its input check: the comment says what happened), a
 hostile-input sweep (`refuses_each`) over the public functions, and property-based cases with hypothesis."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -112,7 +113,7 @@ DEFECTS = [
     ("ista a_star zero", lambda: GR.ista(*_cs()[:2], 0.01, iters=5, a_star=np.zeros(20)), "a_star"),  # inf/NaN recovery error
     ("deep_linear_cs a_star zero", lambda: GR.deep_linear_cs(GR.CSProblem(*_cs()[:2], np.zeros(20)), iters=3), "a_star"),  # NaN
     ("train_modular log_every=0", lambda: GR.train_modular(GR.modular_data(5), steps=1, log_every=0, d=2, hidden=2), "log_every"),  # ZeroDivisionError
-    ("train_modular labels out of range", lambda: GR.train_modular(dict(GR.modular_data(5), y_train=np.full(12, 7)), steps=1, d=2, hidden=2), "y_train"),  # IndexError in torch
+    ("train_modular labels out of range", lambda: GR.train_modular(dict(GR.modular_data(5), y_train=np.full(12, 7)), steps=1, d=2, hidden=2), "data['y_train']"),  # IndexError in torch
     ("ModMLP p=0", lambda: GR.ModMLP(0), "p"),  # torch error
     # lora_landscape
     ("svt tau=nan", lambda: LL.svt(np.eye(3), NAN), "tau"),  # NaN
@@ -135,8 +136,8 @@ DEFECTS = [
     ("cosh_sum a and c lengths", lambda: PC.cosh_sum(np.ones(3), np.ones(1), np.zeros(3)), "a and c"),  # broadcast: a wrong function
     ("quartic x0 shape", lambda: PC.quartic(np.zeros(3), np.zeros(2)), "x0"),  # broadcast error at the first step
     ("npgd_torch_step lam=nan", lambda: PC.npgd_torch_step([torch.nn.Parameter(torch.ones(2))], 0.1, NAN), "lam"),  # AttributeError (no grad)
-    ("npgd_torch_step grad not set", lambda: PC.npgd_torch_step([torch.nn.Parameter(torch.ones(2))], 0.1, 1.0), "grad"),  # AttributeError
-    ("theory_steps L0=0", lambda: PC.theory_steps(PC.TestProblem("t", sum, sum, np.zeros(1), 0.0, 1.0, np.ones(1)), "smooth_clip"), "L0"),  # ZeroDivisionError
+    ("npgd_torch_step grad not set", lambda: PC.npgd_torch_step([torch.nn.Parameter(torch.ones(2))], 0.1, 1.0), "params"),  # AttributeError
+    ("theory_steps L0=0", lambda: PC.theory_steps(PC.TestProblem("t", sum, sum, np.zeros(1), 0.0, 1.0, np.ones(1)), "smooth_clip"), "problem.L0"),  # ZeroDivisionError
     ("dual_map separable='yes'", lambda: PC.dual_map("smooth_clip", separable="yes"), "separable"),  # a string taken as True
     # hclust (the oracle cells)
     ("query_many u=0.5", lambda: HC.SplittingOracle(_hier()[1]).query_many([0.5], [1], [2]), "u"),  # truncated to vertex 0
@@ -156,7 +157,14 @@ def _cs():
 
 @pytest.mark.parametrize("label, call, name", DEFECTS, ids=[d[0] for d in DEFECTS])
 def test_defect_refused(label, call, name):
-    assert_refused(call, name=name, timeout=20)
+    err = assert_refused(call, name=name, timeout=20)
+    assert re.search(rf"(?<![\w'.]){re.escape(name)}(?![\w'])", str(err)), f"{label}: {name!r} is not named: {err}"
+    if label in TYPE_ERRORS:
+        assert isinstance(err, TypeError), f"{label}: a wrong type gives a TypeError, got {type(err).__name__}: {err}"
+
+
+TYPE_ERRORS = {"noise_schedule None", "noise_schedule '0.5'", "mc_problem n=10.0", "ddim_sample denoise_fn=None",
+               "exact_divergence numpy x", "oracle_hc_dasgupta oracle=W"}
 
 
 # ---------------------------------------------------------------------------------------------------------------

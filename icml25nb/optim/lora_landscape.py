@@ -96,6 +96,11 @@ class SensingProblem:
 LINKS = ("linear", "sin")
 
 
+def _check_problem(problem) -> None:
+    if not isinstance(problem, SensingProblem):
+        raise ArgumentTypeError(f"problem must be a SensingProblem (make_sensing_problem), got {type(problem).__name__}")
+
+
 def _link(link: str, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     "(g(z), g'(z)) for the link g."
     return (z, np.ones_like(z)) if link == "linear" else (np.sin(z), np.cos(z))
@@ -292,11 +297,6 @@ def _certify(problem: SensingProblem, X: np.ndarray, lam: float, iters: int) -> 
     return NuclearSolution(X, obj, dual, iters, lam)
 
 # %% ../../nbs/optim/03_lora_landscape.ipynb #22bd755f
-def _check_problem(problem) -> None:
-    if not isinstance(problem, SensingProblem):
-        raise ArgumentTypeError(f"problem must be a SensingProblem (make_sensing_problem), got {type(problem).__name__}")
-
-
 def _check_factors(A, B, problem: SensingProblem) -> tuple[np.ndarray, np.ndarray]:
     _check_problem(problem)
     A, B = check_array("A", A, contiguous=False, finite=False), check_array("B", B, contiguous=False, finite=False)

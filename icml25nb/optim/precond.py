@@ -218,11 +218,11 @@ def iters_to_tol(trace: Trace, tol: float, fstar: float = 0.0) -> float:
 
 # %% ../../nbs/optim/01_precond.ipynb #d48d4fbd
 def _check_problem(problem) -> None:
-    "A test problem with positive, finite smoothness constants and a finite start."
+    "A test problem with finite, non-negative smoothness constants and a finite start."
     if not isinstance(problem, TestProblem):
         raise ArgumentTypeError(f"problem must be a TestProblem (make_problem), got {type(problem).__name__}")
-    check_float("problem.L0", problem.L0, 0.0, open_min=True)
-    check_float("problem.L1", problem.L1, 0.0, open_min=True)
+    check_float("problem.L0", problem.L0, 0.0)
+    check_float("problem.L1", problem.L1, 0.0)
     check_float("problem.fstar", problem.fstar)
     check_array("problem.x0", problem.x0, ndim=1, min_size=1)
     if problem.arcsinh_L is not None:
@@ -233,6 +233,8 @@ def theory_steps(problem: TestProblem, kind: str) -> tuple[float, float]:
     "(gamma, lam) that the derivation above certifies for `kind` on `problem`."
     _check_problem(problem)
     L0, L1 = problem.L0, problem.L1
+    if kind in ("smooth_clip", "hard_clip") and not (L0 > 0 and L1 > 0):
+        raise ValueError(f"problem.L0 and problem.L1 must be positive for the {kind} steps, got {L0}, {L1}")
     if kind == "smooth_clip":
         return 1.0 / L1, L1 / L0  # paper: L = L1, Lbar = L0/L1, gamma = 1/L, lam = 1/Lbar
     if kind == "hard_clip":
@@ -254,6 +256,8 @@ def gd_best_step(problem: TestProblem, tol: float = 1e-6, max_steps: int = 200_0
     check_memory("max_steps x grid_max", float(grid_max + 5) * max_steps, 8)  # the traces
     x0 = problem.x0
     L_start = problem.L0 + problem.L1 * np.linalg.norm(problem.grad(x0))
+    if not (L_start > 0 and np.isfinite(L_start)):
+        raise ValueError(f"problem.L0 + problem.L1 |grad f(x0)| must be positive and finite (it scales the grid), got {L_start}")
     js = np.arange(-4, grid_max + 1)
     gammas = 2.0 ** (js / 2) / L_start
     X = np.tile(x0, (len(gammas), 1))
