@@ -1293,6 +1293,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                           'icml25nb/generative/flowdiv.py'),
                                              'icml25nb.generative.flowdiv._check_x': ( 'generative/flowdiv.html#_check_x',
                                                                                        'icml25nb/generative/flowdiv.py'),
+                                             'icml25nb.generative.flowdiv._exact_divergence': ( 'generative/flowdiv.html#_exact_divergence',
+                                                                                                'icml25nb/generative/flowdiv.py'),
                                              'icml25nb.generative.flowdiv._grid': ( 'generative/flowdiv.html#_grid',
                                                                                     'icml25nb/generative/flowdiv.py'),
                                              'icml25nb.generative.flowdiv._reduction': ( 'generative/flowdiv.html#_reduction',
