@@ -128,6 +128,10 @@ DEFECTS = [
     ("run_diagnostics optimum.obj=0", lambda: LL.run_diagnostics(np.ones((3, 1)), np.ones((3, 1)), _sensing(), 0.1,
                                                                  LL.NuclearSolution(np.eye(3), 0.0, 0.0, 1, 0.1)), "optimum"),  # ZeroDivisionError
     ("local_reference NaN X0", lambda: LL.local_reference(_sensing(), 0.1, X0=np.full((3, 3), NAN), max_iter=3), "X0"),  # runs to max_iter on NaN
+    ("fdm_gain misspelt factor", lambda: FD.fdm_gain(layer=4), "setting"),  # ignored: the default setting measured
+    ("excess_nll cfg without n_test", lambda: FD.excess_nll(FD.VelocityMLP(2, 4, 1), {"data_scale": 1.0}, 0), "cfg"),  # KeyError
+    ("grok_ratio times=(1,)", lambda: GR.grok_ratio((1,)), "times"),  # "not enough values to unpack"
+    ("grok_ratio times=('1', 2)", lambda: GR.grok_ratio(("1", 2)), "times"),  # TypeError from max('1', 1)
     # precond
     ("mlp_digits_demo lam=0", lambda: PC.mlp_digits_demo(lam=0.0, steps=1), "lam"),  # ZeroDivisionError
     ("torch_clip_sgd_step lam=0", lambda: PC.torch_clip_sgd_step(np.ones(2), np.ones(2), 0.1, 0.0, [(2,)]), "lam"),  # ZeroDivisionError
@@ -433,6 +437,10 @@ def _sweep_cases():
                                                       "leaf_size": NOT_INTS + (2,), "seed": (-1,)}),
         (HC.oracle_hc_mw, {"oracle": oracle}, {"oracle": ("o",), "anchors": NOT_INTS + (2,), "votes": NOT_INTS + (0,) + HUGE_SIZES,
                                                "leaf_size": (NAN, "3", 2.5, 2), "seed": (-1,)}),
+        (FD.excess_nll, {"model": net, "cfg": dict(data_scale=1.0, n_test=4, ll_steps=1), "seed": 0},
+         {"cfg": (None, {}, dict(data_scale=0.0, n_test=4, ll_steps=1), dict(data_scale=1.0, n_test=0, ll_steps=1)),
+          "seed": (-1, None)}),
+        (GR.grok_ratio, {"times": (3, 30)}, {"times": (None, (1,), ("1", 2), (1.5, 2), (-1, 2), "ab")}),
         (FD.cfm_loss, {"model": net, "ps": FD.AffinePath().sample(torch.zeros(3, 2), torch.ones(3, 2), torch.full((3,), 0.5))}, {}),
         (FD.divergence_residual, {"model": net, "ps": FD.AffinePath().sample(torch.zeros(3, 2), torch.ones(3, 2),
                                                                               torch.full((3,), 0.5))}, {}),
@@ -498,7 +506,7 @@ def test_functions_covered():
     covered = {_name(c[0]).split(".")[0] for c in SWEEP} | {"law_curves", "grok_ratio", "band_excess", "ExemplarTask",
                                                              "CSProblem", "NuclearSolution", "Trace", "TestProblem",
                                                              "PathSample", "is_sosp", "classify_run", "is_loud",
-                                                             "is_undecided", "npgd_torch_step", "excess_nll", "fdm_gain",
+                                                             "is_undecided", "npgd_torch_step", "fdm_gain",
                                                              "experiment", "plots", "calibrate_patch_size"}
     # dasgupta_cost and what it calls belong to the hclust kernel's suite; the other functions of its cell and of
     # the hsbm cell are swept in test_hclust_generators (their input checks are left to that owner: see the report)

@@ -472,6 +472,11 @@ def _train(cfg: dict, method: str, seed: int, init_seed: int | None = None, log_
 
 def excess_nll(model, cfg: dict, seed: int) -> float:
     "Test NLL minus the data's entropy log 8 + 2 log(scale): an estimate of KL(p_1 || p_hat_1) (exact divergence)."
+    if not isinstance(cfg, dict) or any(k not in cfg for k in ("data_scale", "n_test", "ll_steps")):
+        raise ValueError("cfg must be a dict with keys data_scale, n_test, ll_steps (a SCALE_CONFIG entry)")
+    check_float("cfg['data_scale']", cfg["data_scale"], 0.0, open_min=True)
+    check_int("cfg['n_test']", cfg["n_test"], 1)
+    seed = check_seed(seed)
     s = cfg["data_scale"]
     test = sample_2d("checkerboard", cfg["n_test"], seed=seed + 1000) * s
     return float(-log_likelihood(model, test, cfg["ll_steps"]).mean()) - (math.log(8) + 2 * math.log(s))
@@ -480,6 +485,9 @@ def excess_nll(model, cfg: dict, seed: int) -> float:
 def fdm_gain(scale: str = "fast", seed: int = 0, **setting) -> dict:
     """The factor study's measurement: CFM and FDM trained in one setting (the configuration of `scale` with `setting`
     overriding it); their excess NLL and FDM's reduction of it, 1 - KL_FDM / KL_CFM."""
+    unknown = set(setting) - set(SCALE_CONFIG[check_scale(scale)])
+    if unknown:  # a misspelt factor would be ignored silently and the default setting measured
+        raise ValueError(f"setting has unknown keys {sorted(unknown)}; known: {sorted(SCALE_CONFIG[scale])}")
     cfg = {**SCALE_CONFIG[check_scale(scale)], **setting}
     seed = check_seed(seed)
     kl = {m: excess_nll(_train(cfg, m, seed, log_every=cfg["steps"])[0], cfg, seed) for m in ("cfm", "fdm")}

@@ -339,6 +339,11 @@ SCALE_CONFIG = {
 
 def grok_ratio(times: tuple) -> float:
     "t_generalise / max(t_fit, 1); 0.0 when the run never fits or never generalises (no grokking without both)."
+    if isinstance(times, (str, bytes)) or not hasattr(times, "__len__") or len(times) != 2:
+        raise ValueError(f"times must be a pair (t_fit, t_generalise) as grok_times returns, got {times!r}")
+    for v in times:
+        if v is not None:
+            check_int("times", v, 0)
     t_fit, t_gen = times
     return 0.0 if t_fit is None or t_gen is None else t_gen / max(t_fit, 1)
 
