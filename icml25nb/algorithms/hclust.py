@@ -168,15 +168,25 @@ def optimal_dasgupta_cost(W) -> float:
         opt[S] = best
     return float(opt[full - 1])
 
+# %% ../../nbs/algorithms/02_hclust.ipynb #c49a0b17
+from ..core import ArgumentTypeError, check_array, check_float, check_ids, check_int, check_memory
+
 # %% ../../nbs/algorithms/02_hclust.ipynb #4235ee31
 class SplittingOracle:
     "Triplet oracle for a reference tree: the vertex that splits away first, wrong with probability p_err."
 
     def __init__(self, tree, p_err: float = 0.0, persistent: bool = True, seed: int = 0):
-        p_err = float(p_err)
+        p_err = check_float("p_err", p_err)
+        if not isinstance(persistent, (bool, np.bool_)):
+            raise ArgumentTypeError(f"persistent must be True or False, got {persistent!r}")
         if not 0 <= p_err < 0.5:
             raise ValueError(f"p_err must lie in [0, 0.5), got {p_err!r}")
-        self.S = lca_sizes(tree)
+        tree = check_array("tree", tree, shape=(None, 4), min_size=4)  # a linkage matrix (the kernel checks the rest)
+        check_memory("tree", float(len(tree) + 1) ** 2, 8 * 3)  # the n x n LCA sizes
+        try:
+            self.S = lca_sizes(tree)
+        except ValueError as e:
+            raise ValueError(f"tree: {e}") from None
         self.n = len(self.S)
         if self.n < 3:
             raise ValueError("the oracle needs a tree with at least 3 leaves")
@@ -184,12 +194,18 @@ class SplittingOracle:
         self.queries = 0
 
     def _check(self, *arrs):
-        out = [np.asarray(a, dtype=np.int64) for a in np.broadcast_arrays(*arrs)]
+        arrs = [check_ids(name, a, self.n) for name, a in zip("uvw", arrs)]  # no truncation of 1.5, no wrap of -1
+        try:
+            arrs = np.broadcast_arrays(*arrs)
+        except ValueError:
+            raise ValueError(f"u, v, w must have one shape (or broadcast), got {[a.shape for a in arrs]}") from None
+        check_memory("u", arrs[0].size, 8 * 8)
+        out = [np.asarray(a, dtype=np.int64) for a in arrs]
         if any(a.size and (a.min() < 0 or a.max() >= self.n) for a in out):
             raise ValueError(f"vertices must lie in [0, {self.n})")
         u, v, w = out
         if ((u == v) | (u == w) | (v == w)).any():
-            raise ValueError("a triplet needs three distinct vertices")
+            raise ValueError("u, v, w: a triplet needs three distinct vertices")
         return u, v, w
 
     def query_many(self, u, v, w) -> np.ndarray:
@@ -214,7 +230,10 @@ class SplittingOracle:
         "Per pair (u, v), the number of its witnesses w (distinct from u, v) named as splitting away (kernel)."
         if not self.persistent:
             raise ValueError("count_votes runs the persistent oracle's kernel")
-        pairs, witnesses = np.asarray(pairs, dtype=np.int64), np.asarray(witnesses, dtype=np.int64)
+        pairs = check_ids("pairs", pairs, self.n, ndim=2)
+        witnesses = check_ids("witnesses", witnesses, self.n, ndim=2)
+        if pairs.shape[1:] != (2,) or len(witnesses) != len(pairs):
+            raise ValueError(f"pairs must be (k, 2) and witnesses (k, m), got {pairs.shape} and {witnesses.shape}")
         self.queries += int(((witnesses != pairs[:, :1]) & (witnesses != pairs[:, 1:])).sum())
         return HK.count_votes(self.S, pairs, witnesses, self.p_err, self.seed)
 
@@ -335,9 +354,21 @@ def _oracle_tree(oracle, leaf_size: int, finish: str, anchors: int, votes: int, 
     return _tree_from_groups(solve(np.arange(oracle.n)))
 
 
+def _check_oracle_args(oracle, anchors, votes, leaf_size, leaf_default: bool = False) -> None:
+    "Integers (never truncated) and sizes that fit: the oracle's votes per placement are held for every vertex."
+    if not isinstance(oracle, SplittingOracle):
+        raise ArgumentTypeError(f"oracle must be a SplittingOracle (or a DataTripletOracle), got {type(oracle).__name__}")
+    check_int("anchors", anchors, 3)
+    check_int("votes", votes, 1)
+    if leaf_size is not None or not leaf_default:
+        check_int("leaf_size", leaf_size, 3)
+    check_memory("votes", float(oracle.n) * votes, 8 * 16)
+
+
 def oracle_hc_dasgupta(oracle: SplittingOracle, anchors: int = 12, votes: int = 15, leaf_size: int = 8,
                        seed: int = 0) -> np.ndarray:
     "This chapter's oracle-only hierarchical clustering for Dasgupta's cost: split to `leaf_size`, exact finish."
+    _check_oracle_args(oracle, anchors, votes, leaf_size)
     if leaf_size < 3 or anchors < 3 or votes < 1:
         raise ValueError("need leaf_size >= 3, anchors >= 3 and votes >= 1")
     return _oracle_tree(oracle, leaf_size, "votes", anchors, votes, seed)
@@ -346,6 +377,7 @@ def oracle_hc_dasgupta(oracle: SplittingOracle, anchors: int = 12, votes: int = 
 def oracle_hc_mw(oracle: SplittingOracle, anchors: int = 12, votes: int = 15, leaf_size: int | None = None,
                  seed: int = 0) -> np.ndarray:
     "This chapter's oracle-only clustering for Moseley-Wang: split to ceil(log2 n)^2, arbitrary balanced finish."
+    _check_oracle_args(oracle, anchors, votes, leaf_size, leaf_default=True)
     leaf_size = leaf_size or math.ceil(math.log2(oracle.n)) ** 2
     if leaf_size < 3 or anchors < 3 or votes < 1:
         raise ValueError("need leaf_size >= 3, anchors >= 3 and votes >= 1")

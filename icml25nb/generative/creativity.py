@@ -12,7 +12,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..core import Chapter, Claim, check_int, check_scale, check_seed, make_rng, progress, register
+from ..core import (ArgumentTypeError, Chapter, Claim, check_array, check_float, check_int, check_memory,
+                    check_scale, check_seed, make_rng, progress, register)
 from ..kernels import patch_score as PK
 
 # %% auto #0
@@ -31,7 +32,9 @@ def digits_images(seed: int = 0) -> np.ndarray:
 
 def noise_schedule(t):
     "(a_t, b_t) of the cosine schedule a_t^2 = cos^2((t / 1.008) pi / 2), b_t^2 = 1 - a_t^2, for t in [0, 1]."
-    t = np.asarray(t, dtype=np.float64)
+    if isinstance(t, (str, bytes, bool, np.bool_)) or t is None:
+        raise ArgumentTypeError(f"t must be a time (or an array of times) in [0, 1], got {t!r}")
+    t = check_array("t", t, contiguous=False, finite=False)
     if not (np.isfinite(t).all() and (t >= 0).all() and (t <= 1).all()):
         raise ValueError(f"t must lie in [0, 1], got {t!r}")
     abar = np.cos(t / 1.008 * np.pi / 2) ** 2
@@ -39,7 +42,7 @@ def noise_schedule(t):
 
 # %% ../../nbs/generative/01_creativity.ipynb #669a34a7
 def _images(x, name: str) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
+    x = check_array(name, x, finite=False)  # numbers (not strings, None or objects), named
     if x.ndim != 3 or 0 in x.shape:
         raise ValueError(f"{name} must be a non-empty (images, H, W) array, got shape {x.shape}")
     if not np.isfinite(x).all():
@@ -69,7 +72,7 @@ def image_patches(x, k: int, padding: str = "circular") -> np.ndarray:
 
 
 def _scale(t) -> tuple:
-    a, b = noise_schedule(t)
+    a, b = noise_schedule(check_float("t", t, 0.0, 1.0))  # one time for the whole batch
     if b <= 0:
         raise ValueError("the denoisers need t > 0 (at t = 0 there is no noise to remove)")
     return float(a), 1.0 / (2.0 * float(b) ** 2)
@@ -117,7 +120,14 @@ class ConvDenoiser(nn.Module):
     def __init__(self, channels: int = 32, n3x3: int = 3, n1x1: int = 2, padding_mode: str = "circular",
                  emb: int = 32, dilation: int = 1):
         super().__init__()
-        if n3x3 < 2:
+        check_int("channels", channels, 1)
+        check_int("n1x1", n1x1, 0)
+        check_int("emb", emb, 2)
+        if emb % 2:
+            raise ValueError(f"emb must be even (sines and cosines of emb / 2 frequencies), got {emb}")
+        if padding_mode not in ("circular", "zeros", "reflect", "replicate"):
+            raise ValueError(f"padding_mode must be 'circular', 'zeros', 'reflect' or 'replicate', got {padding_mode!r}")
+        if check_int("n3x3", n3x3, 0) < 2:
             raise ValueError("n3x3 counts the input and output 3x3 convolutions too: it must be at least 2")
         check_int("dilation", dilation, 1)
         conv = lambda cin, cout, k, d=1: nn.Conv2d(cin, cout, k, padding=d * (k // 2), dilation=d,
@@ -144,8 +154,14 @@ class ConvDenoiser(nn.Module):
 def train_denoiser(model: ConvDenoiser, train, steps: int = 3000, batch: int = 128, lr: float = 3e-3,
                    seed: int = 0) -> list:
     "Epsilon-prediction MSE at t uniform on {1/1000, ..., 1}; AdamW with a cosine learning rate; returns the losses."
+    if not isinstance(model, nn.Module):
+        raise ArgumentTypeError(f"model must be a torch module (a ConvDenoiser), got {type(model).__name__}")
     train = _images(train, "train")
     check_int("steps", steps, 1)
+    check_memory("steps", steps, 8)
+    check_int("batch", batch, 1)
+    check_memory("batch", batch * train[0].size, 4 * 64)  # activations of a batch (a generous factor)
+    check_float("lr", lr, 0.0, open_min=True)
     g = torch.Generator().manual_seed(check_seed(seed))
     torch.manual_seed(check_seed(seed))
     data = torch.tensor(train, dtype=torch.float32)
@@ -171,8 +187,11 @@ def train_denoiser(model: ConvDenoiser, train, steps: int = 3000, batch: int = 1
 
 def network_denoiser(model: ConvDenoiser):
     "The network as a denoiser x, t -> x0_hat = (x - b_t eps_hat) / a_t (NumPy in and out)."
+    if not isinstance(model, nn.Module):
+        raise ArgumentTypeError(f"model must be a torch module (a ConvDenoiser), got {type(model).__name__}")
     def denoise(x, t):
-        a, b = noise_schedule(t)
+        x = _images(x, "x")
+        a, b = noise_schedule(check_float("t", t, 0.0, 1.0))
         with torch.no_grad():
             xt = torch.tensor(np.asarray(x), dtype=torch.float32)
             eps = model(xt, torch.full((len(xt),), float(t))).double().numpy()
@@ -182,8 +201,10 @@ def network_denoiser(model: ConvDenoiser):
 # %% ../../nbs/generative/01_creativity.ipynb #d48e1706
 def ddim_sample(denoise_fn, x_T, steps: int = 20) -> np.ndarray:
     "Deterministic DDIM from x_T at t = 1 to t = 0 in `steps` uniform steps; denoise_fn(x, t) returns x0_hat."
+    if not callable(denoise_fn):
+        raise ArgumentTypeError(f"denoise_fn must be a function (x, t) -> x0_hat, got {type(denoise_fn).__name__}")
     x = _images(x_T, "x_T").copy()
-    check_int("steps", steps, 1)
+    check_int("steps", steps, 1, 100_000)  # 20 in the paper; a bound so that a typo does not run for hours
     for i in range(steps, 0, -1):
         t, t_next = i / steps, (i - 1) / steps
         (a, b), (a2, b2) = noise_schedule(t), noise_schedule(t_next)
@@ -193,20 +214,46 @@ def ddim_sample(denoise_fn, x_T, steps: int = 20) -> np.ndarray:
     return x
 
 
+def _k_at(k_of_t: dict, t) -> int:
+    "The patch size `k_of_t` gives the sampler time t (rounded to 6 decimals); a ValueError naming k_of_t if it has none."
+    key = round(check_float("t", t, 0.0, 1.0), 6)
+    if key not in k_of_t:
+        raise ValueError(f"k_of_t has no patch size for t = {key} (it covers {len(k_of_t)} times)")
+    return k_of_t[key]
+
+
+def _check_k_of_t(k_of_t) -> dict:
+    if not isinstance(k_of_t, dict) or not k_of_t:
+        raise ArgumentTypeError(f"k_of_t must be a non-empty dict: sampler time -> patch size, got {type(k_of_t).__name__}")
+    return k_of_t
+
+
 def scheduled_els(train, k_of_t: dict, padding: str = "circular"):
     "The ELS machine with a patch size per sampler time: denoise_fn(x, t) for `ddim_sample`."
-    return lambda x, t: els_denoiser(x, t, train, k_of_t[round(float(t), 6)], padding)
+    train, k_of_t = _images(train, "train"), _check_k_of_t(k_of_t)
+    return lambda x, t: els_denoiser(x, t, train, _k_at(k_of_t, t), padding)
 
 
 def scheduled_ls(train, k_of_t: dict, padding: str = "circular"):
     "The LS machine (local, not equivariant) with the same patch size per sampler time: denoise_fn(x, t)."
-    return lambda x, t: local_denoiser(x, t, train, k_of_t[round(float(t), 6)], padding)
+    train, k_of_t = _images(train, "train"), _check_k_of_t(k_of_t)
+    return lambda x, t: local_denoiser(x, t, train, _k_at(k_of_t, t), padding)
 
 
 def calibrate_patch_sizes(net_fns: dict, heldout, train, ks=(3, 5, 7), steps: int = 20, seed: int = 0,
                           padding: str = "circular") -> dict:
     "`calibrate_patch_size` for several networks on the same held-out x_t (the ELS fields are computed once)."
     heldout = _images(heldout, "heldout")
+    if not isinstance(net_fns, dict) or not net_fns or not all(callable(f) for f in net_fns.values()):
+        raise ArgumentTypeError("net_fns must be a non-empty dict: name -> denoise_fn(x, t)")
+    check_int("steps", steps, 1, 100_000)
+    if isinstance(ks, (str, bytes)) or not hasattr(ks, "__len__") or len(ks) == 0:
+        raise ValueError(f"ks must be a non-empty sequence of odd patch sizes, got {ks!r}")
+    for k in ks:
+        try:
+            _check_k(k, heldout.shape[1], heldout.shape[2], padding)
+        except ValueError as e:
+            raise ValueError(f"ks: {e}") from None
     rng = make_rng(check_seed(seed), 10)
     ts = [round(i / steps, 6) for i in range(steps, 0, -1)]
     cos = {name: np.empty((len(ts), len(ks))) for name in net_fns}
@@ -237,6 +284,9 @@ def r2(a, b) -> np.ndarray:
     a, b = _images(a, "a"), _images(b, "b")
     if a.shape != b.shape:
         raise ValueError(f"a and b must have the same shape, got {a.shape} and {b.shape}")
+    for name, z in (("a", a), ("b", b)):
+        if (np.ptp(z.reshape(len(z), -1), axis=1) == 0).any():
+            raise ValueError(f"{name} has a constant image: its correlation (r^2) is undefined")
     a = a.reshape(len(a), -1) - a.reshape(len(a), -1).mean(1, keepdims=True)
     b = b.reshape(len(b), -1) - b.reshape(len(b), -1).mean(1, keepdims=True)
     return ((a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))) ** 2
@@ -244,8 +294,14 @@ def r2(a, b) -> np.ndarray:
 
 def nearest_train_distance(samples, train) -> tuple:
     "(distance, index): for each sample the training image minimising |s - x| / |x|, and that normalised distance."
+    samples, train = _images(samples, "samples"), _images(train, "train")
+    if samples.shape[1:] != train.shape[1:]:
+        raise ValueError(f"samples and train must have the same image shape, got {samples.shape[1:]} and {train.shape[1:]}")
     s, train = _pair(samples, train)
     s, tr = s.reshape(len(s), -1), train.reshape(len(train), -1)
+    if not (np.linalg.norm(tr, axis=1) > 0).all():
+        raise ValueError("train has an all-zero image: the distance normalised by its norm is undefined")
+    check_memory("samples", len(s) * len(tr), 8 * 2)
     d = np.sqrt(np.maximum((s * s).sum(1)[:, None] + (tr * tr).sum(1)[None] - 2 * s @ tr.T, 0))
     d = d / np.linalg.norm(tr, axis=1)[None]
     idx = d.argmin(1)

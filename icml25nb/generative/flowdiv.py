@@ -12,7 +12,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from ..core import Chapter, Claim, check_int, check_scale, check_seed, make_rng, progress, register
+from ..core import (ArgumentTypeError, Chapter, Claim, check_array, check_choice, check_float, check_int,
+                           check_memory, check_scale, check_seed, make_rng, progress, register)
 
 # %% auto #0
 __all__ = ['DATASETS', 'LR_SCHEDULES', 'AUTHORS_DATA_SCALE', 'SETTINGS', 'FACTORS', 'SCALE_CONFIG', 'REPLICATE_OFFSET', 'CLAIMS',
@@ -49,6 +50,9 @@ class AffinePath:
             raise ValueError(f"x0 and x1 must both be (n, d), got {tuple(x0.shape)} and {tuple(x1.shape)}")
         if t.shape != (x0.shape[0],):
             raise ValueError(f"t must have shape ({x0.shape[0]},), got {tuple(t.shape)}")
+        for name, v in (("x0", x0), ("x1", x1)):
+            if not torch.isfinite(v).all():
+                raise ValueError(f"{name} must be finite (found NaN or inf)")
         if not (torch.isfinite(t).all() and (t >= 0).all() and (t < 1).all()):
             raise ValueError("t must lie in [0, 1): at t = 1 the conditional path is a point mass")
         sigma = 1.0 - t
@@ -61,6 +65,8 @@ class VelocityMLP(nn.Module):
     "v(x, t): an MLP on (x, t) with SiLU activations (smooth, so that its divergence is well defined)."
     def __init__(self, dim: int = 2, hidden: int = 128, layers: int = 3):
         super().__init__()
+        dim, hidden, layers = check_int("dim", dim, 1), check_int("hidden", hidden, 1), check_int("layers", layers, 0)
+        check_memory("hidden", hidden * (hidden * max(layers - 1, 0) + dim + 1), 4 * 4)  # weights, grads, Adam moments
         mods, width = [], dim + 1
         for _ in range(layers):
             mods += [nn.Linear(width, hidden), nn.SiLU()]
@@ -72,14 +78,28 @@ class VelocityMLP(nn.Module):
         return self.net(torch.cat([x, t[:, None]], 1))
 
 
-def _check_x(model, x):
+def _check_x(model, x, t=None):
+    if not isinstance(model, nn.Module) or not hasattr(model, "dim"):
+        raise ArgumentTypeError(f"model must be a velocity field (a module with a `dim`), got {type(model).__name__}")
+    if not torch.is_tensor(x):
+        raise ArgumentTypeError(f"x must be a torch tensor, got {type(x).__name__}")
     if x.ndim != 2 or x.shape[1] != model.dim:
         raise ValueError(f"x must be (n, {model.dim}), got {tuple(x.shape)}")
+    if not x.is_floating_point() or not torch.isfinite(x).all():
+        raise ValueError("x must be a finite floating-point tensor")
+    if t is not None and (not torch.is_tensor(t) or tuple(t.shape) != (x.shape[0],)):
+        raise ValueError(f"t must be a tensor of shape ({x.shape[0]},), got "
+                         f"{tuple(t.shape) if torch.is_tensor(t) else type(t).__name__}")
 
 
 def exact_divergence(model, x, t, create_graph: bool = False, return_v: bool = False):
     "div_x v(x, t) by autograd, one backward pass per dimension ((v, div) if `return_v`: v is computed anyway)."
-    _check_x(model, x)
+    _check_x(model, x, t)
+    return _exact_divergence(model, x, t, create_graph, return_v)
+
+
+def _exact_divergence(model, x, t, create_graph: bool = False, return_v: bool = False):
+    "`exact_divergence` without the input check (inside the likelihood ODE, where a diverged model's NaN stays a NaN)."
     x = x if x.requires_grad else x.detach().requires_grad_(True)
     v = model(x, t)
     div = torch.zeros(x.shape[0], dtype=v.dtype)
@@ -92,7 +112,7 @@ def exact_divergence(model, x, t, create_graph: bool = False, return_v: bool = F
 def hutchinson_divergence(model, x, t, probes: int = 1, generator=None, create_graph: bool = False,
                           return_v: bool = False):
     "Mean over `probes` Rademacher vectors z of z^T J_v z (one vector-Jacobian product each): unbiased for div v."
-    _check_x(model, x)
+    _check_x(model, x, t)
     check_int("probes", probes, 1)
     x = x if x.requires_grad else x.detach().requires_grad_(True)
     v = model(x, t)
@@ -134,7 +154,7 @@ def fdm_loss(model, ps: PathSample, lam: float = 0.1, exact: bool = False, gener
     `extra_terms` adds the two terms of the authors' 2D script, with its weights: an element-wise residual
     e_j = sum_i dv_i/dx_j + (v_j - u_j) d_j log p - du_j/dx_j (Jacobian column sums) and a d^2-weighted CFM term,
     all on the per-coordinate CFM scale: CFM/d + lam * (E[(sigma_t r)^2] + E[(sigma_t e_j)^2] + d^2 CFM/d)."""
-    if not (lam >= 0 and math.isfinite(lam)):
+    if isinstance(lam, (str, bytes, bool)) or lam is None or not (lam >= 0 and math.isfinite(lam)):
         raise ValueError(f"lam must be non-negative, got {lam!r}")
     r, v, x = _residual(model, ps, exact, generator, True, freeze)
     cfm = ((v - ps.u) ** 2).sum(1).mean()  # the CFM loss on the same v
@@ -160,6 +180,7 @@ def sample_2d(name: str, n: int, seed: int = 0) -> np.ndarray:
     "n points of a 2-D dataset: checkerboard (8 unit squares in [-2, 2]^2), eight Gaussians, two moons."
     _check_name(name)
     n = check_int("n", n, 1)
+    check_memory("n", n, 8 * 8)
     rng = make_rng(check_seed(seed), 21)
     if name == "checkerboard":
         cells = np.array([(i, j) for i in range(-2, 2) for j in range(-2, 2) if (i + j) % 2 == 0])
@@ -177,7 +198,8 @@ def sample_2d(name: str, n: int, seed: int = 0) -> np.ndarray:
 def density_2d(name: str, xy) -> np.ndarray:
     "The dataset's density at points xy (m, 2) (two moons by quadrature over the arc parameter)."
     _check_name(name)
-    xy = np.asarray(xy, dtype=np.float64)
+    xy = check_array("xy", xy, shape=(None, 2))
+    check_memory("xy", len(xy) * 800, 8)  # the two-moons quadrature: 400 arc points per moon
     if name == "checkerboard":
         inside = (np.abs(xy) < 2).all(1)
         return np.where(inside & ((np.floor(xy).sum(1) % 2) == 0), 1 / 8, 0.0)
@@ -193,8 +215,11 @@ def density_2d(name: str, xy) -> np.ndarray:
 
 def euler_sample(model, x0, steps: int = 100) -> torch.Tensor:
     "Integrate dx/dt = v(x, t) from t = 0 to 1 with `steps` Euler steps."
-    check_int("steps", steps, 1)
-    x = torch.as_tensor(x0, dtype=torch.float32).clone()
+    check_int("steps", steps, 1, 1_000_000)
+    x0 = x0.detach().cpu().numpy() if torch.is_tensor(x0) else x0
+    dim = getattr(model, "dim", None)
+    x = torch.as_tensor(check_array("x0", x0, shape=(None, dim if isinstance(dim, int) else None)),
+                        dtype=torch.float32).clone()
     _check_x(model, x)
     h = 1.0 / steps
     with torch.no_grad():
@@ -205,8 +230,10 @@ def euler_sample(model, x0, steps: int = 100) -> torch.Tensor:
 
 def log_likelihood(model, x, steps: int = 100, batch: int = 4096) -> np.ndarray:
     "log p_hat_1(x) with the exact divergence: integrate back from t = 1 to 0 (midpoint rule), log N(x_0) - int div v."
-    check_int("steps", steps, 1)
-    x = torch.as_tensor(np.asarray(x), dtype=torch.float32)
+    check_int("steps", steps, 1, 1_000_000)
+    check_int("batch", batch, 1)
+    x = x.detach().cpu().numpy() if torch.is_tensor(x) else x
+    x = torch.as_tensor(check_array("x", x, ndim=2), dtype=torch.float32)
     _check_x(model, x)
     h = 1.0 / steps
     out = []
@@ -217,7 +244,7 @@ def log_likelihood(model, x, steps: int = 100, batch: int = 4096) -> np.ndarray:
             with torch.no_grad():
                 zm = z - 0.5 * h * model(z, t)
             tm = t - 0.5 * h
-            vm, div = exact_divergence(model, zm, tm, return_v=True)
+            vm, div = _exact_divergence(model, zm, tm, return_v=True)
             z = z - h * vm.detach()
             acc = acc + h * div.detach()
         logp0 = -0.5 * (z ** 2).sum(1) - z.shape[1] / 2 * math.log(2 * math.pi)
@@ -227,6 +254,8 @@ def log_likelihood(model, x, steps: int = 100, batch: int = 4096) -> np.ndarray:
 # %% ../../nbs/generative/02_flowdiv.ipynb #a3f2dac9
 def eval_batch(name: str, seed: int = 0, n: int = 2048, data_scale: float = 1.0) -> tuple:
     "A fixed (x_0, x_1, t) batch for the residual metric, drawn apart from the training data (x_1 times `data_scale`)."
+    check_int("n", n, 1)
+    check_float("data_scale", data_scale, 0.0, open_min=True)
     ev = torch.Generator().manual_seed(10_000 + check_seed(seed))
     x1 = torch.tensor(sample_2d(name, n, seed + 5000) * data_scale, dtype=torch.float32)
     return torch.randn(n, 2, generator=ev), x1, torch.rand(n, generator=ev) * 0.999
@@ -244,6 +273,7 @@ LR_SCHEDULES = ("constant", "authors")
 
 def authors_lr_factor(k: int) -> float:
     "The authors' learning-rate factor after k steps: a linear warm-up over 10 steps (pytorch_warmup's LinearWarmup) times 0.999 every 10 steps (StepLR)."
+    k = check_int("k", k, 0)
     return min(1.0, (k + 1) / 10) * 0.999 ** (k // 10)
 
 
@@ -263,13 +293,20 @@ def train_flow(name: str, method: str = "cfm", lam: float = 0.1, steps: int = 30
         raise ValueError(f"method must be 'cfm' or 'fdm', got {method!r}")
     if lr_schedule not in LR_SCHEDULES:
         raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {lr_schedule!r}")
-    if not (0 < t_max <= 1):
-        raise ValueError(f"t_max must lie in (0, 1], got {t_max!r}")
-    if not (data_scale > 0 and math.isfinite(data_scale)):
-        raise ValueError(f"data_scale must be positive, got {data_scale!r}")
+    check_float("t_max", t_max, 0.0, 1.0, open_min=True)
+    check_float("data_scale", data_scale, 0.0, open_min=True)
+    _check_name(name)
     check_int("steps", steps, 1)
+    check_int("batch", batch, 1)
+    check_memory("batch", batch * hidden if isinstance(hidden, int) else 0, 8 * 16)
+    check_int("log_every", log_every, 1)
+    check_float("lr", lr, 0.0, open_min=True)
+    if method == "fdm":
+        check_float("lam", lam, 0.0)
+    if not isinstance(extra_terms, (bool, np.bool_)):
+        raise ArgumentTypeError(f"extra_terms must be True or False, got {extra_terms!r}")
     seed = check_seed(seed)
-    init_seed = seed if init_seed is None else check_seed(init_seed)
+    init_seed = seed if init_seed is None else check_int("init_seed", init_seed, 0, 2**63 - 1)
     torch.manual_seed(init_seed)
     model = VelocityMLP(2, hidden, check_int("layers", layers, 1))
     opt = torch.optim.Adam(model.parameters(), lr=lr)
@@ -303,6 +340,11 @@ def train_flow(name: str, method: str = "cfm", lam: float = 0.1, steps: int = 30
 def checkerboard_path_density(x, t, scale: float = 1.0) -> torch.Tensor:
     """p_t(x) of the conditional-OT path from N(0, I) to the checkerboard (times `scale`: squares of side `scale`), in
     closed form (differentiable in x and t)."""
+    scale = check_float("scale", scale, 0.0, open_min=True)
+    if not (torch.is_tensor(x) and torch.is_tensor(t) and x.ndim == 2 and x.shape[1] == 2 and tuple(t.shape) == (len(x),)):
+        raise ValueError("x must be an (n, 2) tensor and t an (n,) tensor")
+    if not (torch.isfinite(x).all() and ((t > 0) & (t < 1)).all()):
+        raise ValueError("x must be finite and t must lie in (0, 1): the path is a point mass at t = 0 and t = 1")
     cells = torch.tensor([(i, j) for i in range(-2, 2) for j in range(-2, 2) if (i + j) % 2 == 0],
                          dtype=x.dtype) * scale
     sig = (1 - t)[:, None, None]
@@ -315,7 +357,16 @@ def checkerboard_path_density(x, t, scale: float = 1.0) -> torch.Tensor:
 
 def checkerboard_density(xy, scale: float = 1.0) -> np.ndarray:
     "The density of the checkerboard times `scale` at points xy (m, 2)."
+    scale = check_float("scale", scale, 0.0, open_min=True)
     return density_2d("checkerboard", np.asarray(xy, dtype=np.float64) / scale) / scale ** 2
+
+
+def _check_grid(t_points, lim, n_grid, scale):
+    check_int("t_points", t_points, 1, 100_000)
+    check_float("lim", lim, 0.0, open_min=True)
+    check_int("n_grid", n_grid, 2)
+    check_memory("n_grid", float(n_grid) ** 2 * 64, 8)  # the grid, its densities and their gradients
+    check_float("scale", scale, 0.0, open_min=True)
 
 
 def _grid(lim, n_grid):
@@ -326,6 +377,7 @@ def _grid(lim, n_grid):
 def marginal_bound(model, t_points: int = 20, lim: float = 3.5, n_grid: int = 71, scale: float = 1.0) -> tuple:
     """For the checkerboard (times `scale`): (B_marg, per-t integrals ||div(p_t (u_t - v_t))||_1) on a grid over
     [-lim, lim]^2 with a midpoint rule in t."""
+    _check_grid(t_points, lim, n_grid, scale)
     X, dA = _grid(lim, n_grid)
     per_t = []
     for k in range(t_points):
@@ -342,6 +394,8 @@ def marginal_bound(model, t_points: int = 20, lim: float = 3.5, n_grid: int = 71
 def bound_and_tv(model, steps: int = 50, t_points: int = 20, lim: float = 3.5, n_grid: int = 71,
                  scale: float = 1.0) -> dict:
     "B_marg and TV(p_1, p_hat_1) on the same grid (p_hat_1 from the likelihood ODE with `steps` steps)."
+    _check_grid(t_points, lim, n_grid, scale)
+    check_int("steps", steps, 1, 1_000_000)
     B, per_t = marginal_bound(model, t_points, lim, n_grid, scale)
     X, dA = _grid(lim, n_grid)
     p1 = checkerboard_density(X.numpy(), scale)
@@ -356,6 +410,8 @@ class CheckerboardField(nn.Module):
     checkerboard (times `scale`)."""
     def __init__(self, t_min: float = 1e-4, scale: float = 1.0):
         super().__init__()
+        t_min = check_float("t_min", t_min, 0.0, 1.0, open_min=True, open_max=True)
+        scale = check_float("scale", scale, 0.0, open_min=True)
         self.dim, self.t_min, self.scale = 2, t_min, float(scale)
         self.register_buffer("cells", torch.tensor(
             [(i, j) for i in range(-2, 2) for j in range(-2, 2) if (i + j) % 2 == 0], dtype=torch.float64))
@@ -416,6 +472,11 @@ def _train(cfg: dict, method: str, seed: int, init_seed: int | None = None, log_
 
 def excess_nll(model, cfg: dict, seed: int) -> float:
     "Test NLL minus the data's entropy log 8 + 2 log(scale): an estimate of KL(p_1 || p_hat_1) (exact divergence)."
+    if not isinstance(cfg, dict) or any(k not in cfg for k in ("data_scale", "n_test", "ll_steps")):
+        raise ValueError("cfg must be a dict with keys data_scale, n_test, ll_steps (a SCALE_CONFIG entry)")
+    check_float("cfg['data_scale']", cfg["data_scale"], 0.0, open_min=True)
+    check_int("cfg['n_test']", cfg["n_test"], 1)
+    seed = check_seed(seed)
     s = cfg["data_scale"]
     test = sample_2d("checkerboard", cfg["n_test"], seed=seed + 1000) * s
     return float(-log_likelihood(model, test, cfg["ll_steps"]).mean()) - (math.log(8) + 2 * math.log(s))
@@ -424,6 +485,9 @@ def excess_nll(model, cfg: dict, seed: int) -> float:
 def fdm_gain(scale: str = "fast", seed: int = 0, **setting) -> dict:
     """The factor study's measurement: CFM and FDM trained in one setting (the configuration of `scale` with `setting`
     overriding it); their excess NLL and FDM's reduction of it, 1 - KL_FDM / KL_CFM."""
+    unknown = set(setting) - set(SCALE_CONFIG[check_scale(scale)])
+    if unknown:  # a misspelt factor would be ignored silently and the default setting measured
+        raise ValueError(f"setting has unknown keys {sorted(unknown)}; known: {sorted(SCALE_CONFIG[scale])}")
     cfg = {**SCALE_CONFIG[check_scale(scale)], **setting}
     seed = check_seed(seed)
     kl = {m: excess_nll(_train(cfg, m, seed, log_every=cfg["steps"])[0], cfg, seed) for m in ("cfm", "fdm")}

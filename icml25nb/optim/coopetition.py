@@ -15,7 +15,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from numba import njit
 
-from ..core import Chapter, Claim, check_int, check_scale, check_seed, make_rng, progress, register
+from ..core import (ArgumentTypeError, Chapter, Claim, check_array, check_float, check_int, check_memory,
+                           check_prob, check_scale, check_seed, make_rng, progress, register)
 from ..tinylm import Block, constant_lr
 
 # %% auto #0
@@ -32,15 +33,18 @@ AUTHORS_DIMS = (20, 20, 20, 160)  # the paper's Fig. 5a run (coopetition_paper_p
 def _check_dims(dims) -> tuple[int, int, int, int]:
     if isinstance(dims, (str, bytes)) or not hasattr(dims, "__len__") or len(dims) != 4:
         raise ValueError(f"dims must be four positive integers (n_a, n_b, n_c, n_d), got {dims!r}")
-    return tuple(check_int("dims", n, 1) for n in dims)
+    dims = tuple(check_int("dims", n, 1) for n in dims)
+    check_memory("dims", float(dims[1]) * dims[2] * max(dims[0], dims[3]), 8 * 2)  # the explicit 3-way tensors
+    return dims
 
 def outer_product(*vecs) -> np.ndarray:
     "The outer product of 1-D arrays (a k-way tensor), as the authors' `outer_product`."
     if not vecs:
         raise ValueError("vecs must hold at least one vector")
-    arrs = [np.asarray(v, dtype=float) for v in vecs]
+    arrs = [check_array("vecs", v, contiguous=False) for v in vecs]
     if any(a.ndim != 1 for a in arrs):
         raise ValueError(f"vecs must be 1-D arrays, got shapes {[a.shape for a in arrs]}")
+    check_memory("vecs", float(np.prod([float(a.size) for a in arrs])), 8)
     out = arrs[0]
     for a in arrs[1:]:
         out = np.multiply.outer(out, a)
@@ -63,13 +67,15 @@ def _check_params(p: dict, t: dict) -> None:
         if np.shape(p[k]) != np.shape(t[k]) or np.ndim(p[k]) != 1:
             raise ValueError(f"params[{k!r}] must be a 1-D vector of the target's size {np.shape(t[k])}, "
                              f"got {np.shape(p[k])}")
+        for name, x in (("params", p[k]), ("targets", t[k])):
+            check_array(f"{name}[{k!r}]", x, contiguous=False)  # numbers (not strings or booleans' objects), finite
         if not (np.all(np.isfinite(p[k])) and np.all(np.isfinite(t[k]))):
             raise ValueError(f"params[{k!r}] and targets[{k!r}] must be finite")
 
 def _check_coefs(mu1, mu2, alpha) -> tuple[float, float, float]:
     out = []
     for name, v in (("mu1", mu1), ("mu2", mu2), ("alpha", alpha)):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v) or v < 0:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v) or v < 0:
             raise ValueError(f"{name} must be a non-negative finite number, got {v!r}")
         out.append(float(v))
     return tuple(out)
@@ -224,13 +230,14 @@ def train_coopetition_batch(runs: list[dict], steps: int = 16000, lr: float = 1.
     arrays L1, L2, cost, total, s1, s2, the strengths' null losses, the stop steps and the final vectors (b2, c2:
     mechanism 2's b, c, the same as b, c in a shared run)."""
     steps = check_int("steps", steps, 1)
-    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+    if isinstance(lr, bool) or not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
         raise ValueError(f"lr must be a positive finite number, got {lr!r}")
-    if not (isinstance(thresh, (int, float)) and thresh >= 0):
+    if isinstance(thresh, bool) or not (isinstance(thresh, (int, float)) and thresh >= 0):
         raise ValueError(f"thresh must be a non-negative number, got {thresh!r}")
     if not isinstance(runs, (list, tuple)) or not runs or not all(isinstance(r, dict) for r in runs):
         raise ValueError("runs must be a non-empty list of dicts with keys mu1, mu2, alpha (and optionally freeze, ciwl, "
                          "shared)")
+    check_memory("steps", 4.0 * len(runs) * steps, 8)  # the per-step losses of every run
     for r in runs:
         if not isinstance(r.get("shared", True), (bool, np.bool_)):
             raise ValueError(f"shared must be True or False, got {r.get('shared')!r}")
@@ -238,6 +245,8 @@ def train_coopetition_batch(runs: list[dict], steps: int = 16000, lr: float = 1.
         t0, p0 = init_rank1(dims, seed)
         targets, init = targets or t0, init or p0
     _check_params(init, targets)
+    if any(not np.any(targets[k]) for k in NAMES):
+        raise ValueError("targets must be non-zero vectors (a zero target makes the strengths 1 - L / L_null undefined)")
     dims = tuple(targets[k].shape[0] for k in NAMES)
     t = {k: np.asarray(targets[k], float) for k in NAMES}
     G = len(runs)
@@ -302,7 +311,8 @@ def _unshared_autograd(p: dict, t: dict, mu1: float, mu2: float, alpha: float, l
 # %% ../../nbs/optim/05_coopetition.ipynb #58c1ec3f
 def emergence_step(s, level: float = 0.5) -> float:
     "The first step at which strength `s` reaches `level` (inf if it never does)."
-    s = np.asarray(s, dtype=float)
+    s = check_array("s", s, contiguous=False)
+    level = check_float("level", level)
     if s.ndim != 1 or s.size == 0:
         raise ValueError(f"s must be a non-empty 1-D array, got shape {s.shape}")
     hit = np.flatnonzero(s >= level)
@@ -312,7 +322,9 @@ def transience(s1, s2, peak_min: float = 0.8, keep_max: float = 0.5, ciwl_min: f
                emerge: float = 0.5) -> dict:
     """ICL's peak, final and retained (final / peak) strength, CIWL's final strength and the margin (<= 1: transient);
     `kept` is `retained` where ICL emerged (peak >= `emerge`), inf where it never did; `drop` is peak - final."""
-    s1, s2 = np.asarray(s1, float), np.asarray(s2, float)
+    s1, s2 = check_array("s1", s1, contiguous=False), check_array("s2", s2, contiguous=False)
+    for name, v in dict(peak_min=peak_min, keep_max=keep_max, ciwl_min=ciwl_min, emerge=emerge).items():
+        check_float(name, v, 0.0, open_min=name == "keep_max")
     if s1.ndim != 1 or s1.shape != s2.shape or s1.size == 0:
         raise ValueError(f"s1 and s2 must be 1-D arrays of one length, got {s1.shape} and {s2.shape}")
     peak, final, s2f = float(s1.max()), float(s1[-1]), float(s2[-1])
@@ -351,8 +363,9 @@ def make_exemplar_task(n_classes: int = 4096, n_labels: int = 32, dim: int = 16,
     "A task of `n_classes` Gaussian clusters in `dim` dimensions with random labels among `n_labels`."
     n_classes, n_labels = check_int("n_classes", n_classes, 2), check_int("n_labels", n_labels, 2)
     dim, n_novel, seed = check_int("dim", dim, 1), check_int("n_novel", n_novel, 2), check_seed(seed)
-    if not (isinstance(sigma, (int, float)) and math.isfinite(sigma) and sigma >= 0):
+    if isinstance(sigma, bool) or not (isinstance(sigma, (int, float)) and math.isfinite(sigma) and sigma >= 0):
         raise ValueError(f"sigma must be a non-negative finite number, got {sigma!r}")
+    check_memory("n_classes x dim", float(n_classes + n_novel) * dim, 8)
     rng = make_rng(seed, 11)
     return ExemplarTask(rng.standard_normal((n_classes, dim)), rng.integers(0, n_labels, n_classes),
                         rng.standard_normal((n_novel, dim)), float(sigma), n_labels)
@@ -360,6 +373,23 @@ def make_exemplar_task(n_classes: int = 4096, n_labels: int = 32, dim: int = 16,
 def _exemplars(task: ExemplarTask, means: np.ndarray, cls: np.ndarray, rng) -> np.ndarray:
     x = means[cls] + task.sigma * rng.standard_normal(cls.shape + (task.dim,))
     return (x / math.sqrt(1 + task.sigma ** 2)).astype(np.float32)
+
+def _check_task(task) -> "ExemplarTask":
+    "`task` checked: an ExemplarTask with finite means, labels in [0, n_labels), two labels in use and two novel classes."
+    if not isinstance(task, ExemplarTask):
+        raise ArgumentTypeError(f"task must be an ExemplarTask (make_exemplar_task), got {type(task).__name__}")
+    means = check_array("task.means", task.means, ndim=2, min_size=1, contiguous=False)
+    check_array("task.novel", task.novel, shape=(None, means.shape[1]), contiguous=False)
+    if len(task.novel) < 2:
+        raise ValueError("task.novel must hold at least two novel classes")
+    n_labels = check_int("task.n_labels", task.n_labels, 2)
+    labels = check_array("task.labels", task.labels, shape=(len(means),), dtype=np.int64, minimum=0, maximum=n_labels - 1,
+                         contiguous=False)
+    if len(np.unique(labels)) < 2:  # otherwise no context class can differ from the query's label: no sequence exists
+        raise ValueError("task.labels must use at least two labels (every class has the same label)")
+    check_float("task.sigma", task.sigma, 0.0)
+    return task
+
 
 def _rng(seed_or_rng):
     return seed_or_rng if isinstance(seed_or_rng, np.random.Generator) else make_rng(check_seed(seed_or_rng), 12)
@@ -377,8 +407,10 @@ def make_bursty_sequences(task: ExemplarTask, n: int, p_bursty: float = 1.0, n_c
     """`n` training sequences: exemplars x (n, n_ctx + 1, D), context labels (n, n_ctx), query labels (n,). With
     probability `p_bursty` one context item (at a random place) is of the query's class."""
     n, n_ctx = check_int("n", n, 1), check_int("n_ctx", n_ctx, 1)
-    if not (isinstance(p_bursty, (int, float)) and 0 <= p_bursty <= 1):
+    if isinstance(p_bursty, bool) or not (isinstance(p_bursty, (int, float)) and 0 <= p_bursty <= 1):
         raise ValueError(f"p_bursty must be a probability in [0, 1], got {p_bursty!r}")
+    task = _check_task(task)
+    check_memory("n", float(n) * (n_ctx + 1) * (task.dim + 4), 8)
     rng = _rng(rng)
     K = task.means.shape[0]
     q = rng.integers(0, K, n)
@@ -393,7 +425,8 @@ def make_ciwl_only_sequences(task: ExemplarTask, n: int, rng=0):
     """`n` training sequences of the authors' `ciwl_only` ablation (two context pairs): the query's class is not in the
     context, the two context classes differ from it and from its label, and the query's label is given to one context
     item at random. Copying a context label is rewarded, matching exemplars is not."""
-    n, rng = check_int("n", n, 1), _rng(rng)
+    n, rng, task = check_int("n", n, 1), _rng(rng), _check_task(task)
+    check_memory("n", float(n) * 3 * (task.dim + 4), 8)
     q = rng.integers(0, task.means.shape[0], n)
     ctx = _other_classes(task, q, rng, exclude_label=True)
     lab = task.labels[ctx].copy()
@@ -459,17 +492,33 @@ def _in_context_acc(model, x, lab, j) -> float:
     logits = model(torch.from_numpy(x), torch.from_numpy(lab))
     return float((logits.gather(1, torch.from_numpy(lab)).argmax(1).numpy() == j).mean())
 
+def _check_scored(model, task, n) -> int:
+    "Checks of the scores' arguments: the model reads the task's exemplars and labels; n evaluation sequences fit."
+    task = _check_task(task)
+    if not isinstance(model, nn.Module):
+        raise ArgumentTypeError(f"model must be a torch module (an ExemplarTransformer), got {type(model).__name__}")
+    if isinstance(model, ExemplarTransformer) and (model.inp.in_features != task.dim
+                                                   or model.lab.num_embeddings < task.n_labels):
+        raise ValueError(f"model reads {model.inp.in_features}-dim exemplars and {model.lab.num_embeddings} labels; "
+                         f"task has {task.dim}-dim exemplars and {task.n_labels} labels")
+    n = check_int("n", n, 1)
+    check_memory("n", float(n) * 3 * (task.dim + 4), 8 * 64)
+    return n
+
 def icl_score(model: nn.Module, task: ExemplarTask, n: int = 400, seed: int = 0) -> float:
     "In-context accuracy on novel classes labelled 0/1 in context (chance 0.5)."
+    n = _check_scored(model, task, n)
     return _in_context_acc(model, *_icl_eval(task, check_int("n", n, 1), make_rng(check_seed(seed), 21)))
 
 def ciwl_score(model: nn.Module, task: ExemplarTask, n: int = 400, seed: int = 0) -> float:
     "In-context accuracy when only the query's trained label, placed in the context, is right (chance 0.5)."
+    n = _check_scored(model, task, n)
     return _in_context_acc(model, *_ciwl_eval(task, check_int("n", n, 1), make_rng(check_seed(seed), 22)))
 
 @torch.no_grad()
 def iwl_score(model: nn.Module, task: ExemplarTask, n: int = 400, seed: int = 0) -> float:
     "Accuracy among all labels when the query's class and label are absent from the context (chance 1 / n_labels)."
+    n = _check_scored(model, task, n)
     x, lab, y = _iwl_eval(task, check_int("n", n, 1), make_rng(check_seed(seed), 23))
     return float((model(torch.from_numpy(x), torch.from_numpy(lab)).argmax(1).numpy() == y).mean())
 
@@ -482,8 +531,14 @@ def train_icl_transformer(task: ExemplarTask, p_bursty: float = 1.0, steps: int 
     CIWL-only sequences); ICL, CIWL and IWL scores along the way."""
     steps, batch_size = check_int("steps", steps, 1), check_int("batch_size", batch_size, 1)
     eval_every, seed = check_int("eval_every", eval_every, 1), check_seed(seed)
-    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+    if isinstance(lr, bool) or not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
         raise ValueError(f"lr must be a positive finite number, got {lr!r}")
+    task = _check_task(task)
+    check_int("n_eval", n_eval, 1)
+    check_int("warmup", warmup, 0)
+    check_prob("p_bursty", p_bursty)
+    check_memory("steps", steps, 8)
+    check_memory("batch_size", float(batch_size) * 3 * (max(task.dim, d_model) + 4), 8 * 64)
     torch.manual_seed(seed)
     model = ExemplarTransformer(task.dim, task.n_labels, d_model, n_layers, n_heads)
     opt = torch.optim.Adam(model.parameters(), lr=lr)

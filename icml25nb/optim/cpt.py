@@ -14,7 +14,8 @@ import torch
 from scipy.optimize import least_squares
 from scipy.signal import lfilter
 
-from ..core import Chapter, Claim, check_int, check_scale, check_seed, make_rng, progress, register
+from ..core import (ArgumentTypeError, Chapter, Claim, check_array, check_float, check_ids, check_int,
+                           check_memory, check_scale, check_seed, make_rng, progress, register)
 from ..tinylm import SCHEDULES, MarkovChain, TinyLM, eval_loss, lm_loss, markov_chain, markov_corpus
 
 # %% auto #0
@@ -30,6 +31,8 @@ def _lrs(name: str, lrs) -> np.ndarray:
         raise ValueError(f"{name} must be a 1-D sequence of learning rates") from None
     if a.ndim != 1 or a.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D sequence of learning rates, got shape {a.shape}")
+    if np.asarray(lrs).dtype.kind not in "iuf":  # booleans or strings that happen to convert
+        raise ArgumentTypeError(f"{name} must hold numbers, got dtype {np.asarray(lrs).dtype}")
     if not np.isfinite(a).all() or (a < 0).any():
         raise ValueError(f"{name} must hold finite non-negative learning rates")
     return a
@@ -84,7 +87,13 @@ def _theta(theta) -> np.ndarray:
 def cpt_law(theta, S1pt, S1cpt, S2pt, S2cpt) -> np.ndarray:
     "Eq. 4: L0 + A (S1pt + S1cpt)^-alpha - C1 S2pt - C2 S2cpt + B (1 - (1 + E S1cpt)^-beta)."
     L0, A, alpha, C1, C2, B, E, beta = _theta(theta)
-    S1pt, S1cpt, S2pt, S2cpt = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (S1pt, S1cpt, S2pt, S2cpt)))
+    areas = dict(S1pt=S1pt, S1cpt=S1cpt, S2pt=S2pt, S2cpt=S2cpt)
+    areas = {k: check_array(k, v, contiguous=False) for k, v in areas.items()}  # finite numbers
+    shapes = {v.shape for v in areas.values() if v.ndim}
+    if len(shapes) > 1:  # numbers broadcast; arrays of different shapes would broadcast into a wrong table
+        raise ValueError(f"S1pt, S1cpt, S2pt, S2cpt must be numbers or arrays of one shape, got "
+                         f"{[v.shape for v in areas.values()]}")
+    S1pt, S1cpt, S2pt, S2cpt = np.broadcast_arrays(*areas.values())
     if (S1pt + S1cpt <= 0).any() or (S1cpt < 0).any():
         raise ValueError("S1pt + S1cpt must be positive and S1cpt non-negative (the law starts after the first step)")
     return (L0 + A * (S1pt + S1cpt) ** (-alpha) - C1 * S2pt - C2 * S2cpt
@@ -120,9 +129,10 @@ def fit_cpt_law(curves: dict, holdout=None, floor: float | None = None, shift: b
     names = [k for k in C if k not in hold]
     if not names:
         raise ValueError("holdout leaves no curve to fit")
-    if floor is not None and not (isinstance(floor, (int, float)) and math.isfinite(floor) and floor >= 0):
+    if floor is not None and (isinstance(floor, bool) or not (isinstance(floor, (int, float)) and math.isfinite(floor)
+                                                              and floor >= 0)):
         raise ValueError(f"floor must be None or a finite number >= 0, got {floor!r}")
-    if not (isinstance(f_scale, (int, float)) and f_scale > 0):
+    if isinstance(f_scale, bool) or not (isinstance(f_scale, (int, float)) and 0 < f_scale < math.inf):
         raise ValueError(f"f_scale must be a positive number, got {f_scale!r}")
     S1pt, S1c, S2pt, S2c, y = (np.concatenate([C[k][i] for k in names]) for i in range(5))
     S = S1pt + S1c
@@ -169,9 +179,10 @@ def shifted_chain(chain: MarkovChain, frac: float = 0.5, temperature: float = 0.
     "`chain` with the next-token laws of a random fraction `frac` of its states redrawn (softmax(N(0, I) / temperature))."
     if not isinstance(chain, MarkovChain):
         raise TypeError(f"chain must be a MarkovChain, got {type(chain).__name__}")
-    if not (isinstance(frac, (int, float)) and 0 <= frac <= 1):
+    if isinstance(frac, bool) or not (isinstance(frac, (int, float)) and 0 <= frac <= 1):
         raise ValueError(f"frac must be a number in [0, 1], got {frac!r}")
-    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
+    if isinstance(temperature, bool) or not (isinstance(temperature, (int, float)) and math.isfinite(temperature)
+                                             and temperature > 0):
         raise ValueError(f"temperature must be a positive number, got {temperature!r}")
     S, V = chain.P.shape
     rng = make_rng(check_seed(seed), 41)
@@ -187,8 +198,10 @@ def schedule_lrs(kind: str, steps: int, peak: float, warmup: int = 0, **kwargs) 
     "The learning rate of each step of `tinylm.SCHEDULES[kind]` ('constant', 'cosine', 'wsd') scaled to `peak`."
     if kind not in SCHEDULES:
         raise ValueError(f"kind must be one of {sorted(SCHEDULES)}, got {kind!r}")
-    steps = check_int("steps", steps, 1)
-    if not (isinstance(peak, (int, float)) and math.isfinite(peak) and peak > 0):
+    steps = check_int("steps", steps, 1, 100_000_000)  # one Python call per step: a bound against hours-long typos
+    check_memory("steps", steps, 8 * 4)
+    check_int("warmup", warmup, 0)
+    if isinstance(peak, bool) or not (isinstance(peak, (int, float)) and math.isfinite(peak) and peak > 0):
         raise ValueError(f"peak must be a positive number, got {peak!r}")
     f = SCHEDULES[kind]
     return peak * np.array([f(s, steps, warmup=warmup, **kwargs) for s in range(steps)])
@@ -224,6 +237,11 @@ def train_pt_cpt(model: torch.nn.Module, pt_ids, cpt_ids, val: dict, pt_lrs, cpt
     T = getattr(model, "context", None)
     if T is None:
         raise TypeError("model must have a `context` attribute (a tinylm.TinyLM)")
+    V = model.tok.num_embeddings if hasattr(model, "tok") else None
+    if V is not None:  # token ids the model's embedding has: no wrap-around of -1, no index error deep in torch
+        pt_ids, cpt_ids = check_ids("pt_ids", pt_ids, V), check_ids("cpt_ids", cpt_ids, V)
+        if isinstance(val, dict):
+            val = {k: check_ids(f"val[{k!r}]", v, V, ndim=1) for k, v in val.items()}
     pt_ids, cpt_ids = np.asarray(pt_ids, dtype=np.int64), np.asarray(cpt_ids, dtype=np.int64)
     for name, ids in (("pt_ids", pt_ids), ("cpt_ids", cpt_ids)):
         if ids.ndim != 1 or len(ids) < T + 2:
@@ -238,13 +256,16 @@ def train_pt_cpt(model: torch.nn.Module, pt_ids, cpt_ids, val: dict, pt_lrs, cpt
         if not (isinstance(spec, (tuple, list)) and len(spec) in (2, 3)):
             raise ValueError(f"cpt_runs[{name!r}] must be a pair (lrs, replay) or a triple (lrs, replay, old)")
         lrs, replay, old = _lrs(f"cpt_runs[{name!r}] lrs", spec[0]), spec[1], (spec[2] if len(spec) == 3 else True)
-        if isinstance(replay, bool) or not (isinstance(replay, (int, float)) and 0 <= replay <= 1):
+        if isinstance(replay, bool) or not (isinstance(replay, (int, float, np.integer, np.floating)) and 0 <= replay <= 1):
             raise ValueError(f"cpt_runs[{name!r}] replay must be a fraction in [0, 1], got {replay!r}")
         if not isinstance(old, bool):
             raise ValueError(f"cpt_runs[{name!r}] old must be True or False, got {old!r}")
         if not old and int(round(replay * batch_size)) >= batch_size:
             raise ValueError(f"cpt_runs[{name!r}] replay must leave new windows in the batch when old is False")
         runs[name] = (lrs, float(replay), old)
+    check_float("weight_decay", weight_decay, 0.0)
+    if len(betas) != 2 or not all(0 <= check_float("betas", b, 0.0, 1.0) < 1 for b in betas):
+        raise ValueError(f"betas must be two numbers in [0, 1), got {betas!r}")
     windows = lambda ids, starts: torch.from_numpy(ids[starts[:, None] + np.arange(T + 1)[None, :]])
     adamw = lambda: torch.optim.AdamW(model.parameters(), lr=0.0, betas=betas, weight_decay=weight_decay)
     opt, rng = adamw(), make_rng(seed, 31, 0)
@@ -271,6 +292,9 @@ def train_pt_cpt(model: torch.nn.Module, pt_ids, cpt_ids, val: dict, pt_lrs, cpt
 # %% ../../nbs/optim/06_cpt.ipynb #6444beb7
 def law_curves(run: dict, val_name: str, lam: float, names=None, skip_frac: float = 0.1, pt_warmup: int = 0) -> dict:
     "Curves (areas and validation loss `val_name` at every evaluation) of the PT run and the CPT runs `names`."
+    if not isinstance(run, dict) or "pt" not in run or "cpt" not in run:
+        raise ValueError("run must be a result of train_pt_cpt (a dict with 'pt' and 'cpt')")
+    check_float("skip_frac", skip_frac, 0.0, 1.0)
     pt = run["pt"]
     if val_name not in pt["val"]:
         raise ValueError(f"val_name must be one of {sorted(pt['val'])}, got {val_name!r}")
@@ -279,6 +303,8 @@ def law_curves(run: dict, val_name: str, lam: float, names=None, skip_frac: floa
     a, i = law_areas(pt["lrs"], None, lam, pt_warmup), pt["step"][keep] - 1
     curves = {"pt": dict({k: v[i] for k, v in a.items()}, loss=pt["val"][val_name][keep])}
     for name in (run["cpt"] if names is None else names):
+        if name not in run["cpt"]:
+            raise ValueError(f"names must name CPT runs of `run` ({sorted(run['cpt'])}), got {name!r}")
         r = run["cpt"][name]
         a, i = law_areas(pt["lrs"], r["lrs"], lam, pt_warmup), n + r["step"] - 1
         curves[name] = dict({k: v[i] for k, v in a.items()}, loss=r["val"][val_name])

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core import Chapter, Claim, check_int, check_scale, check_seed, make_rng, progress, register
+from ..core import (ArgumentTypeError, Chapter, Claim, check_array, check_float, check_ids, check_int,
+                           check_memory, check_scale, check_seed, make_rng, progress, register)
 from ..kernels import ista as IK
 import torch
 import torch.nn as nn
@@ -38,6 +39,7 @@ def cs_problem(n: int = 100, s: int = 5, N: int = 40, seed: int = 0) -> CSProble
         raise ValueError(f"compressed sensing needs N < n (fewer measurements than unknowns), got N={N}, n={n}")
     if s > N:
         raise ValueError(f"s must be at most N, got s={s}, N={N}")
+    check_memory("n", float(N) * n, 8 * 2)
     rng = make_rng(check_seed(seed), 1)
     X = rng.standard_normal((N, n)) / math.sqrt(n)
     a = np.zeros(n)
@@ -45,8 +47,19 @@ def cs_problem(n: int = 100, s: int = 5, N: int = 40, seed: int = 0) -> CSProble
     return CSProblem(X, X @ a, a)
 
 
+def _check_trace(trace, keys) -> None:
+    "A trace must be a dict of the logged steps and equally long value arrays."
+    if not isinstance(trace, dict) or any(k not in trace for k in keys):
+        raise ValueError(f"trace must be a dict with keys {keys}")
+    n = np.shape(trace[keys[0]])
+    if any(np.shape(trace[k]) != n for k in keys) or len(n) != 1:
+        raise ValueError(f"trace[{keys}] must be 1-D arrays of one length, got {[np.shape(trace[k]) for k in keys]}")
+
+
 def log_grid(iters: int, points: int = 120) -> np.ndarray:
     "Iteration counts 0 and about `points` geometrically spaced ones up to `iters` (grokking needs a log axis)."
+    iters, points = check_int("iters", iters, 1), check_int("points", points, 0)
+    check_memory("points", points, 8 * 4)
     return np.unique(np.concatenate([[0], np.geomspace(1, iters, points).astype(np.int64), [iters]]))
 
 
@@ -58,6 +71,16 @@ def ista(X, y, beta1: float, beta2: float = 0.0, lr: float | None = None, iters:
         raise ValueError(f"X must be (N, n) and y (N,), got {X.shape} and {y.shape}")
     if not (np.isfinite(X).all() and np.isfinite(y).all()):
         raise ValueError("X and y must be finite")
+    if X.size == 0:
+        raise ValueError(f"X must have at least one row and one column, got shape {X.shape}")
+    beta1, beta2 = check_float("beta1", beta1, 0.0), check_float("beta2", beta2, 0.0)
+    check_int("iters", iters, 1)
+    if a_star is not None:
+        a_star = check_array("a_star", a_star, shape=(X.shape[1],))
+        if not a_star.any():
+            raise ValueError("a_star must be non-zero (the recovery error is relative to |a_star|)")
+    if lr is not None:
+        lr = check_float("lr", lr)
     limit = float(IK.stable_lr(X, beta2))
     lr = limit / 2 if lr is None else float(lr)
     if not 0 < lr < limit:
@@ -70,15 +93,21 @@ def ista(X, y, beta1: float, beta2: float = 0.0, lr: float | None = None, iters:
 
 def grok_times(trace: dict, tol_train: float = 1e-4, tol_test: float = 0.1) -> tuple:
     "(t_fit, t_generalise): first logged iterations with training error <= tol_train, test error <= tol_test."
+    _check_trace(trace, ("t", "train", "test"))
+    check_float("tol_train", tol_train, 0.0)
+    check_float("tol_test", tol_test, 0.0)
     first = lambda ok: int(trace["t"][np.argmax(ok)]) if ok.any() else None
     return first(np.asarray(trace["train"]) <= tol_train), first(np.asarray(trace["test"]) <= tol_test)
 
 # %% ../../nbs/optim/02_grokking.ipynb #4a4c7d21
 def mc_problem(n: int = 30, r: int = 2, frac: float = 0.6, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     "(M, mask): a rank-r n x n matrix and a random observation mask with >= r+1 entries in every row and column."
+    n = check_int("n", n, 2)
+    check_memory("n", float(n) * n, 8 * 4)
+    frac = check_float("frac", frac, 0.0, 1.0, open_min=True, open_max=True)
     if not 0 < frac < 1:
         raise ValueError(f"frac must lie in (0, 1), got {frac!r}")
-    if not (isinstance(r, (int, np.integer)) and 1 <= r < n):
+    if isinstance(r, bool) or not (isinstance(r, (int, np.integer)) and 1 <= r < n):
         raise ValueError(f"r must be an integer in [1, n), got {r!r}")
     rng = make_rng(check_seed(seed), 2)
     M = rng.standard_normal((n, r)) @ rng.standard_normal((n, r)).T / math.sqrt(r)
@@ -91,13 +120,28 @@ def mc_problem(n: int = 30, r: int = 2, frac: float = 0.6, seed: int = 0) -> tup
 
 def nuclear_prox_batch(Ms, masks, betas, iters: int = 8000, points: int = 100) -> dict:
     "Proximal gradient with singular-value thresholding for a batch (B, n, n) of problems and penalties (B,); traces (B, T)."
-    Ms, masks = np.asarray(Ms, float), np.asarray(masks, bool)
-    betas = np.broadcast_to(np.asarray(betas, float), (len(Ms),))
+    Ms = check_array("Ms", Ms)
+    masks = check_array("masks", masks, dtype=np.int64, minimum=0, maximum=1).astype(bool)  # 0/1 or booleans
     if Ms.ndim != 3 or masks.shape != Ms.shape:
         raise ValueError(f"Ms and masks must have the same shape (B, n, n), got {Ms.shape} and {masks.shape}")
+    if np.asarray(betas).dtype.kind == "b":
+        raise ArgumentTypeError("betas must be numbers, got booleans")
+    b = check_array("betas", betas, contiguous=False)
+    if b.ndim > 1 or (b.ndim == 1 and b.shape != (len(Ms),)):
+        raise ValueError(f"betas must be a number or one per problem ({len(Ms)},), got shape {b.shape}")
+    betas = np.broadcast_to(b, (len(Ms),))
+    if 0 in Ms.shape:
+        raise ValueError(f"Ms must hold at least one non-empty problem, got shape {Ms.shape}")
+    if not (masks.any(axis=(1, 2)).all() and (~masks).any(axis=(1, 2)).all()):
+        raise ValueError("masks must observe at least one entry and hide at least one in every problem "
+                         "(the errors are relative to the observed and to the hidden part)")
+    for k, (obs, hid) in enumerate(zip(masks, ~masks)):
+        if not (np.where(obs, Ms[k], 0).any() and np.where(hid, Ms[k], 0).any()):
+            raise ValueError(f"Ms[{k}] is zero on its observed or on its hidden entries: relative errors are undefined")
     if (betas < 0).any() or not np.isfinite(betas).all():
         raise ValueError(f"beta must be non-negative, got {betas!r}")
-    check_int("iters", iters, 0)
+    check_int("iters", iters, 0, 10_000_000)  # one SVD per iteration: a bound against a typo that would run for days
+    check_int("points", points, 0)
     t = log_grid(iters, points) if iters > 0 else np.array([0])
     t_log, pen = set(t.tolist()), np.flatnonzero(betas > 0)
     nobs, nhid = (np.linalg.norm(np.where(m, Ms, 0.0), axis=(1, 2)) for m in (masks, ~masks))
@@ -149,7 +193,17 @@ def _deep_gd(X, y, a_star, depth: int, init_scale: float, lr, iters: int, t: np.
 def deep_linear_cs(problem: CSProblem, depth: int = 2, init_scale: float = 1e-3, lr: float | None = None,
                    iters: int = 20_000, points: int = 150) -> dict:
     "Gradient descent on a = u^depth - v^depth (elementwise) from u = v = init_scale, no penalty; lr defaults to 0.5 / lambda_max."
+    if not isinstance(problem, CSProblem):
+        raise ArgumentTypeError(f"problem must be a CSProblem (cs_problem), got {type(problem).__name__}")
+    X = check_array("problem.X", problem.X, ndim=2, min_size=1)
+    check_array("problem.y", problem.y, shape=(X.shape[0],))
+    if not check_array("problem.a_star", problem.a_star, shape=(X.shape[1],)).any():
+        raise ValueError("problem.a_star must be non-zero (the recovery error is relative to |a_star|)")
     check_int("depth", depth, 1)
+    check_int("iters", iters, 1)
+    init_scale = check_float("init_scale", init_scale, 0.0, open_min=True)
+    if lr is not None:
+        lr = check_float("lr", lr, 0.0, open_min=True)
     if not (init_scale > 0 and math.isfinite(init_scale)):
         raise ValueError(f"init_scale must be positive and finite, got {init_scale!r}")
     lr = float(IK.stable_lr(problem.X)) / 4 if lr is None else float(lr)
@@ -187,6 +241,8 @@ def _deep_wd_gd(X, y, a_star, init_scale: float, wd, lr, iters: int, t: np.ndarr
 def modular_data(p: int = 31, frac: float = 0.5, seed: int = 0) -> dict:
     "All pairs (x1, x2) with label (x1 + x2) mod p, split at random into a training fraction `frac` and a test set."
     check_int("p", p, 2)
+    check_memory("p", float(p) * p, 8 * 8)
+    frac = check_float("frac", frac, 0.0, 1.0, open_min=True, open_max=True)
     if not 0 < frac < 1:
         raise ValueError(f"frac must lie in (0, 1), got {frac!r}")
     x = np.stack(np.meshgrid(np.arange(p), np.arange(p), indexing="ij"), -1).reshape(-1, 2)
@@ -200,6 +256,8 @@ class ModMLP(nn.Module):
     "Embedding table shared by both operands, concatenated, one ReLU hidden layer, logits over the p residues."
     def __init__(self, p: int, d: int = 32, hidden: int = 128):
         super().__init__()
+        p, d, hidden = check_int("p", p, 2), check_int("d", d, 1), check_int("hidden", hidden, 1)
+        check_memory("hidden", float(hidden) * (2 * d + p) + float(p) * d, 4 * 4)
         self.embed = nn.Embedding(p, d)
         self.fc1 = nn.Linear(2 * d, hidden)
         self.fc2 = nn.Linear(hidden, p)
@@ -213,9 +271,21 @@ def train_modular(data: dict, penalty: str | None = None, beta: float = 0.0, lr:
     "Full-batch Adam on cross-entropy + penalty ('l1': beta |theta|_1, 'l2': beta/2 |theta|_2^2); logged accuracies and norms."
     if penalty not in (None, "l1", "l2"):
         raise ValueError(f"penalty must be None, 'l1' or 'l2', got {penalty!r}")
+    beta = check_float("beta", beta, 0.0)
     if not (beta >= 0 and math.isfinite(beta)):
         raise ValueError(f"beta must be non-negative, got {beta!r}")
     check_int("steps", steps, 1)
+    check_memory("steps", steps, 8 * 8)
+    check_int("log_every", log_every, 1)
+    check_float("lr", lr, 0.0, open_min=True)
+    keys = ("p", "x_train", "y_train", "x_test", "y_test")
+    if not isinstance(data, dict) or any(k not in data for k in keys):
+        raise ValueError(f"data must be a dict with keys {keys} (modular_data)")
+    p = check_int("data['p']", data["p"], 2)
+    for k in keys[1:]:
+        check_ids(f"data[{k!r}]", data[k], p, ndim=2 if k[0] == "x" else 1, min_size=1)
+    if len(data["x_train"]) != len(data["y_train"]) or len(data["x_test"]) != len(data["y_test"]):
+        raise ValueError("data's x and y arrays must have one row per example")
     torch.manual_seed(check_seed(seed))
     model = ModMLP(data["p"], d, hidden)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
@@ -247,6 +317,9 @@ def train_modular(data: dict, penalty: str | None = None, beta: float = 0.0, lr:
 
 def acc_times(trace: dict, fit: float = 0.999, generalise: float = 0.9) -> tuple:
     "(t_fit, t_generalise) for accuracy traces: first logged steps with train accuracy >= fit, test accuracy >= generalise."
+    _check_trace(trace, ("t", "train", "test"))
+    check_float("fit", fit)
+    check_float("generalise", generalise)
     first = lambda ok: int(trace["t"][np.argmax(ok)]) if ok.any() else None
     return first(np.asarray(trace["train"]) >= fit), first(np.asarray(trace["test"]) >= generalise)
 
@@ -266,6 +339,11 @@ SCALE_CONFIG = {
 
 def grok_ratio(times: tuple) -> float:
     "t_generalise / max(t_fit, 1); 0.0 when the run never fits or never generalises (no grokking without both)."
+    if isinstance(times, (str, bytes)) or not hasattr(times, "__len__") or len(times) != 2:
+        raise ValueError(f"times must be a pair (t_fit, t_generalise) as grok_times returns, got {times!r}")
+    for v in times:
+        if v is not None:
+            check_int("times", v, 0)
     t_fit, t_gen = times
     return 0.0 if t_fit is None or t_gen is None else t_gen / max(t_fit, 1)
 

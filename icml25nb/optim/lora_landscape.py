@@ -13,7 +13,8 @@ from functools import cached_property
 import numpy as np
 import torch
 
-from ..core import Chapter, Claim, check_int, check_positive, check_scale, check_seed, make_rng, progress, register
+from ..core import (ArgumentTypeError, Chapter, Claim, check_array, check_float, check_int, check_memory,
+                           check_positive, check_scale, check_seed, make_rng, progress, register)
 
 # %% auto #0
 __all__ = ['LINKS', 'SCALE_CONFIG', 'LABELS', 'CLAIMS', 'CHAPTER', 'SensingProblem', 'make_sensing_problem', 'nuclear_norm',
@@ -36,6 +37,8 @@ class SensingProblem:
     link: str = "linear"
 
     def __post_init__(self):
+        for name in ("ops", "y", "X_true"):  # finite float arrays (the dataclass is frozen: set through object)
+            object.__setattr__(self, name, check_array(name, getattr(self, name)))
         if self.ops.ndim != 3 or self.y.shape != (self.ops.shape[0],) or self.X_true.shape != self.ops.shape[1:]:
             raise ValueError(f"ops must be (N, m, n), y (N,) and X_true (m, n); got {self.ops.shape}, "
                              f"{self.y.shape}, {self.X_true.shape}")
@@ -67,8 +70,8 @@ class SensingProblem:
         return beta if self.convex else beta * (1 + float(np.max(np.abs(self.y))))
 
     def _check(self, X) -> np.ndarray:
-        X = np.asarray(X, dtype=np.float64)
-        if X.shape[-2:] != self.shape:
+        X = check_array("X", X, contiguous=False, finite=False)  # a diverged run's point is evaluated too
+        if X.ndim < 2 or X.shape[-2:] != self.shape:
             raise ValueError(f"X must end in shape {self.shape}, got {X.shape}")
         return X
 
@@ -93,6 +96,11 @@ class SensingProblem:
 LINKS = ("linear", "sin")
 
 
+def _check_problem(problem) -> None:
+    if not isinstance(problem, SensingProblem):
+        raise ArgumentTypeError(f"problem must be a SensingProblem (make_sensing_problem), got {type(problem).__name__}")
+
+
 def _link(link: str, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     "(g(z), g'(z)) for the link g."
     return (z, np.ones_like(z)) if link == "linear" else (np.sin(z), np.cos(z))
@@ -115,6 +123,7 @@ def make_sensing_problem(m: int = 20, n: int = 20, r_true: int = 2, n_meas: int 
     freq = check_positive("freq", freq)
     if link not in LINKS:
         raise ValueError(f"link must be one of {', '.join(LINKS)}, got {link!r}")
+    check_memory("n_meas", float(n_meas) * m * n, 8 * 2)
     rng = make_rng(check_seed(seed), 12)
     U = np.linalg.qr(rng.standard_normal((m, r_true)))[0]
     V = np.linalg.qr(rng.standard_normal((n, r_true)))[0]
@@ -124,8 +133,11 @@ def make_sensing_problem(m: int = 20, n: int = 20, r_true: int = 2, n_meas: int 
     return SensingProblem(ops, y, X, link)
 
 # %% ../../nbs/optim/03_lora_landscape.ipynb #3dd003b4
-def _svals(X) -> np.ndarray:
-    return np.linalg.svd(np.asarray(X, dtype=np.float64), compute_uv=False)
+def _svals(X, name: str = "X") -> np.ndarray:
+    X = check_array(name, X, contiguous=False)
+    if X.ndim < 2:
+        raise ValueError(f"{name} must be a matrix or a batch of matrices (..., m, n), got shape {X.shape}")
+    return np.linalg.svd(X, compute_uv=False)
 
 
 def nuclear_norm(X):
@@ -136,6 +148,7 @@ def nuclear_norm(X):
 
 def effective_rank(X, rtol: float = 1e-3):
     "Number of singular values above `rtol` times the largest (0 for the zero matrix); an array for a batch."
+    rtol = check_float("rtol", rtol, 0.0)
     s = _svals(X)
     k = (s > rtol * s[..., :1]).sum(-1)
     return int(k) if np.ndim(k) == 0 else k
@@ -143,7 +156,10 @@ def effective_rank(X, rtol: float = 1e-3):
 
 def factor_penalty(A, B):
     "(||A||_F^2 + ||B||_F^2) / 2: LoRA's weight decay divided by lambda (an array for a batch)."
-    A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
+    A = check_array("A", A, contiguous=False, finite=False)  # a diverged run's penalty is inf or NaN, as it should be
+    B = check_array("B", B, contiguous=False, finite=False)
+    if A.ndim < 2 or B.ndim < 2 or A.shape[:-2] != B.shape[:-2]:
+        raise ValueError(f"A and B must be matrices (or batches of one length) (..., m, r), got {A.shape} and {B.shape}")
     p = 0.5 * (np.sum(A * A, axis=(-2, -1)) + np.sum(B * B, axis=(-2, -1)))
     return float(p) if np.ndim(p) == 0 else p
 
@@ -152,7 +168,7 @@ def balanced_factors(X, r: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The balanced factorisation A = U sqrt(S), B = V sqrt(S) of X = U S V^T, with r columns (zero-padded).
 
     It attains min over A B^T = X of (||A||^2 + ||B||^2) / 2 = ||X||_*; needs r >= rank X."""
-    X = np.asarray(X, dtype=np.float64)
+    X = check_array("X", X)
     if X.ndim != 2:
         raise ValueError(f"X must be a matrix, got shape {X.shape}")
     U, s, Vt = np.linalg.svd(X, full_matrices=False)
@@ -172,6 +188,12 @@ def random_factorisations(X, r: int, count: int, seed: int = 0, spread: tuple = 
     For rank X = r every factorisation with r columns has this form."""
     A0, B0 = balanced_factors(X, r)
     count = check_int("count", count, 1)
+    check_memory("count", float(count) * (r * r + sum(np.shape(X))) * r, 8 * 4)
+    if isinstance(spread, (str, bytes)) or not hasattr(spread, "__len__") or len(spread) != 2:
+        raise ValueError(f"spread must be a pair (smallest, largest) of positive numbers, got {spread!r}")
+    lo, hi = (check_float("spread", s, 0.0, open_min=True) for s in spread)
+    if lo > hi:
+        raise ValueError(f"spread must be (smallest, largest), got {spread!r}")
     rng = make_rng(check_seed(seed), 0)
     Q = np.linalg.qr(rng.standard_normal((count, r, r)))[0]
     s = np.geomspace(spread[0], spread[1], count)[:, None, None]
@@ -204,6 +226,8 @@ class NuclearSolution:
 
 def svt(W, tau: float) -> np.ndarray:
     "Singular-value soft-thresholding: the proximal map of tau ||.||_*."
+    tau = check_float("tau", tau, 0.0)
+    W = check_array("W", W, ndim=2)
     U, s, Vt = np.linalg.svd(W, full_matrices=False)
     return (U * np.maximum(s - tau, 0.0)) @ Vt
 
@@ -216,6 +240,9 @@ def solve_nuclear(problem: SensingProblem, lam: float, tol: float = 1e-11, max_i
     ||A^T theta||_op <= lam, with value -<theta, y> - N ||theta||^2 / 2 (derivation above). Raises RuntimeError if
     the gap does not close: the optimum is then not certified."""
     lam = check_positive("lam", lam)
+    _check_problem(problem)
+    check_int("check_every", check_every, 1)
+    check_float("tol", tol, 0.0)
     if not problem.convex:
         raise ValueError("solve_nuclear certifies convex problems only (linear link); see local_reference")
     beta = problem.smoothness
@@ -242,6 +269,10 @@ def local_reference(problem: SensingProblem, lam: float, X0=None, tol: float = 1
     from `X0` (default: X_true), for a non-convex L where no certificate exists: stops when the proximal-gradient
     step moves X by less than `tol` (Frobenius). `dual` is NaN (uncertified); RuntimeError if it does not settle."""
     lam = check_positive("lam", lam)
+    _check_problem(problem)
+    check_float("tol", tol, 0.0, open_min=True)
+    if X0 is not None:
+        X0 = check_array("X0", X0, shape=problem.shape)
     beta = problem.smoothness
     X = np.array(problem.X_true if X0 is None else X0, dtype=np.float64)
     for k in range(1, check_int("max_iter", max_iter, 1) + 1):
@@ -267,7 +298,8 @@ def _certify(problem: SensingProblem, X: np.ndarray, lam: float, iters: int) -> 
 
 # %% ../../nbs/optim/03_lora_landscape.ipynb #22bd755f
 def _check_factors(A, B, problem: SensingProblem) -> tuple[np.ndarray, np.ndarray]:
-    A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
+    _check_problem(problem)
+    A, B = check_array("A", A, contiguous=False, finite=False), check_array("B", B, contiguous=False, finite=False)
     m, n = problem.shape
     if A.ndim < 2 or B.ndim < 2 or A.shape[-2] != m or B.shape[-2] != n or A.shape[-1] != B.shape[-1] \
             or A.shape[:-2] != B.shape[:-2]:
@@ -285,6 +317,7 @@ def lora_objective(A, B, problem: SensingProblem, lam: float):
 def lora_grad(A, B, problem: SensingProblem, lam: float) -> tuple[np.ndarray, np.ndarray]:
     "(df/dA, df/dB) = (G B + lam A, G^T A + lam B) with G = grad L(A B^T)."
     A, B = _check_factors(A, B, problem)
+    lam = check_positive("lam", lam, strict=False)
     G = problem.grad(A @ np.swapaxes(B, -1, -2))
     return G @ B + lam * A, np.swapaxes(G, -1, -2) @ A + lam * B
 
@@ -296,6 +329,8 @@ def init_factors(m: int, n: int, r: int, init: str = "lora", init_scale: float =
     if init not in ("lora", "gaussian"):
         raise ValueError(f"init must be 'lora' or 'gaussian', got {init!r}")
     init_scale = check_positive("init_scale", init_scale)
+    m, n, r, runs = check_int("m", m, 1), check_int("n", n, 1), check_int("r", r, 1), check_int("runs", runs, 1)
+    check_memory("runs", float(runs) * (m + n) * r, 8 * 8)  # the factors, their gradients and updates
     rng = make_rng(check_seed(seed), 13)
     A = rng.standard_normal((runs, m, r)) * init_scale / math.sqrt(m)
     B = np.zeros((runs, n, r)) if init == "lora" else rng.standard_normal((runs, n, r)) * init_scale / math.sqrt(n)
@@ -305,6 +340,10 @@ def init_factors(m: int, n: int, r: int, init: str = "lora", init_scale: float =
 def default_lr(problem: SensingProblem, A, B, lam: float) -> float:
     """A step that keeps gradient descent stable from (A, B): 1 / (beta * s + lam), with beta the smoothness of L and
     s the larger of ||A||_op^2 + ||B||_op^2 (largest over runs) and 2 ||grad L(0)||_op (the scale of the solution)."""
+    A, B = _check_factors(A, B, problem)
+    lam = check_positive("lam", lam, strict=False)
+    if not (np.isfinite(A).all() and np.isfinite(B).all()):
+        raise ValueError("A and B must be finite")
     spec = lambda F: float(np.max(np.linalg.norm(F, 2, axis=(-2, -1)))) ** 2
     s = max(spec(A) + spec(B), 2 * float(np.linalg.norm(problem.grad(np.zeros(problem.shape)), 2)))
     return 1.0 / (problem.smoothness * s + lam)
@@ -325,11 +364,18 @@ def train_lora(problem: SensingProblem, r: int = 8, lam: float = 0.1, init: str 
     steps = check_int("steps", steps, 1)
     record_every = check_int("record_every", record_every, 1)
     k = 1 if runs is None else check_int("runs", runs, 1)
+    _check_problem(problem)
+    check_memory("runs x steps", float(steps) / record_every * k, 8 * 3)  # the history
     m, n = problem.shape
     if start is None:
         A, B = init_factors(m, n, r, init, init_scale, k, seed)
     else:
-        A, B = _check_factors(*start, problem)
+        if not (isinstance(start, (tuple, list)) and len(start) == 2):
+            raise ValueError(f"start must be a pair (A, B) of factors, got {type(start).__name__}")
+        try:
+            A, B = _check_factors(*start, problem)
+        except ValueError as e:
+            raise ValueError(f"start: {e}") from None
         if A.shape != (k, m, r):
             raise ValueError(f"start must be factors of shape ({k}, {m}, {r}) and ({k}, {n}, {r}), got {A.shape}")
     lr = default_lr(problem, A, B, lam) if lr is None else check_positive("lr", lr)
@@ -373,6 +419,7 @@ def lora_hessian(A, B, problem: SensingProblem, lam: float) -> np.ndarray:
         raise ValueError("lora_hessian takes one factor pair, not a batch")
     lam = check_positive("lam", lam, strict=False)
     (m, r), n = A.shape, B.shape[0]
+    check_memory("A", float((m + n) * r) ** 2, 8 * 4)  # the Hessian and autograd's copies
     M = torch.as_tensor(problem.op_matrix)
     y = torch.as_tensor(problem.y)
 
@@ -397,6 +444,15 @@ def run_diagnostics(A, B, problem: SensingProblem, lam: float, optimum: NuclearS
     A, B = _check_factors(A, B, problem)
     if A.ndim != 2:
         raise ValueError("run_diagnostics takes one factor pair, not a batch")
+    lam = check_positive("lam", lam, strict=False)
+    check_float("rtol", rtol, 0.0)
+    check_float("grad_tol", grad_tol, 0.0)
+    if hessian is not None and not isinstance(hessian, (bool, np.bool_)):
+        raise ArgumentTypeError(f"hessian must be None, True or False, got {hessian!r}")
+    if not isinstance(optimum, NuclearSolution):
+        raise ArgumentTypeError(f"optimum must be a NuclearSolution (solve_nuclear), got {type(optimum).__name__}")
+    if not (math.isfinite(optimum.obj) and optimum.obj != 0):
+        raise ValueError(f"optimum.obj must be finite and non-zero (the gap is relative to it), got {optimum.obj!r}")
     d = dict(r=A.shape[1], rank_star=optimum.rank, norm_star=optimum.norm,
              finite=bool(np.isfinite(A).all() and np.isfinite(B).all()))
     if not d["finite"]:
@@ -426,6 +482,11 @@ def classify_point(d: dict, gap_tol: float = 1e-4, grad_tol: float = 1e-5, hess_
     * "loud_failure": a non-global approximate SOSP with rank r > rank X* and ||X||_F > `loud_factor` ||X*||_F;
     * "quiet_failure": any other non-global approximate SOSP (with convex L and rank X* < r the theorem says there
       are none)."""
+    keys = ("finite", "rel_gap", "rank", "rank_star", "r", "norm", "norm_star", "grad_norm", "hess_min")
+    if not isinstance(d, dict) or any(k not in d for k in keys):
+        raise ValueError(f"d must be a dict of diagnostics with keys {keys} (run_diagnostics)")
+    for name, v in dict(gap_tol=gap_tol, grad_tol=grad_tol, hess_tol=hess_tol, loud_factor=loud_factor).items():
+        check_float(name, v, 0.0)
     if not d["finite"]:
         return "not_converged"
     if d["rel_gap"] < gap_tol and d["rank"] == d["rank_star"]:

@@ -11,7 +11,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..core import (Chapter, Claim, check_finite, check_positive, check_scale, check_seed, convergence_plot,
+from ..core import (ArgumentTypeError, Chapter, Claim, check_array, check_float, check_int, check_memory,
+                           check_finite, check_positive, check_scale, check_seed, convergence_plot,
                            make_rng, progress, register)
 
 # %% auto #0
@@ -40,6 +41,8 @@ def dual_map(kind: str, separable: bool | None = None, eps: float = 0.0) -> Call
     "$\\nabla\\phi^*$ for kernel `kind`, isotropic (default; separable for arcsinh) or separable; `eps` is added to $\\|y\\|$ in the isotropic hard clip."
     hs = kernel_conjugate_derivative(kind)
     check_positive("eps", eps, strict=False)
+    if separable is not None and not isinstance(separable, (bool, np.bool_)):
+        raise ArgumentTypeError(f"separable must be None, True or False, got {separable!r}")
     if separable is None:
         separable = kind == "arcsinh"
     if kind == "identity" or separable:
@@ -76,11 +79,21 @@ class TestProblem:
     arcsinh_L: tuple[float, float] | None = None  # (L, Lbar) for the separable arcsinh kernel, if derived
     fstar: float = 0.0
 
+def _check_x0(x0, c) -> np.ndarray:
+    "The start `x0`: finite, of the minimiser's shape (d,)."
+    c = np.asarray(c)
+    if c.ndim != 1 or c.size == 0:
+        raise ValueError(f"c must be a non-empty 1-D array, got shape {c.shape}")
+    return check_array("x0", x0, shape=c.shape)
+
 def cosh_sum(a: np.ndarray, c: np.ndarray, x0: np.ndarray) -> TestProblem:
     "f(x) = sum_i cosh(a_i (x_i - c_i)) - 1: (L0, L1) = (max a^2, max a)."
     a, c = check_finite("a", a), check_finite("c", c)
     if np.any(a <= 0):
         raise ValueError("a must be positive")
+    if a.ndim != 1 or a.shape != c.shape or a.size == 0:
+        raise ValueError(f"a and c must be non-empty 1-D arrays of one length, got shapes {a.shape} and {c.shape}")
+    x0 = _check_x0(x0, c)
     f = lambda x: np.sum(_coshm1(a * (np.asarray(x, dtype=float) - c)), axis=-1)
     def grad(x):
         with np.errstate(over="ignore"):
@@ -91,6 +104,7 @@ def cosh_sum(a: np.ndarray, c: np.ndarray, x0: np.ndarray) -> TestProblem:
 def cosh_norm(c: np.ndarray, x0: np.ndarray) -> TestProblem:
     "f(x) = cosh(||x - c||) - 1: (L0, L1) = (1, 1); not separable."
     c = check_finite("c", c)
+    x0 = _check_x0(x0, c)
     f = lambda x: _coshm1(np.linalg.norm(np.asarray(x, dtype=float) - c, axis=-1))
     def grad(x):
         z = np.asarray(x, dtype=float) - c
@@ -102,6 +116,7 @@ def cosh_norm(c: np.ndarray, x0: np.ndarray) -> TestProblem:
 def quartic(c: np.ndarray, x0: np.ndarray) -> TestProblem:
     "f(x) = sum_i z_i^4/4 + z_i^2/2 with z = x - c: (L0, L1) = (1, 3); arcsinh kernel (L, Lbar) = (3, 1)."
     c = check_finite("c", c)
+    x0 = _check_x0(x0, c)
     def f(x):
         z = np.asarray(x, dtype=float) - c
         with np.errstate(over="ignore"):
@@ -121,6 +136,7 @@ def make_problem(name: str, d: int = 10, seed: int = 0, radius: float = 10.0) ->
         raise ValueError(f"name must be one of {', '.join(PROBLEMS)}; got {name!r}")
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
         raise ValueError(f"d must be a positive integer, got {d!r}")
+    check_memory("d", d, 8 * 8)
     check_positive("radius", radius)
     rng = make_rng(check_seed(seed), PROBLEMS.index(name))
     c = rng.normal(size=d)
@@ -148,9 +164,9 @@ class Trace:
         "Number of steps taken."
         return len(self.f) - 1
 
-def _check_steps(steps) -> int:
+def _check_steps(steps, name: str = "steps") -> int:
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
-        raise ValueError(f"steps must be a non-negative integer, got {steps!r}")
+        raise ValueError(f"{name} must be a non-negative integer, got {steps!r}")
     return int(steps)
 
 def npgd(f: Callable, grad: Callable, x0, gamma: float, lam: float, kind: str = "smooth_clip", steps: int = 1000,
@@ -163,6 +179,10 @@ def npgd(f: Callable, grad: Callable, x0, gamma: float, lam: float, kind: str = 
     steps = _check_steps(steps)
     if tol is not None:
         check_positive("tol", tol)
+    if not (callable(f) and callable(grad)):
+        raise ArgumentTypeError("f and grad must be functions of x")
+    fstar = check_float("fstar", fstar)
+    check_memory("steps", steps, 8 * 2)
     phi_star = dual_map(kind, separable=separable, eps=eps)
     with np.errstate(over="ignore", invalid="ignore"):  # a diverging run is detected below and reported
         return _npgd_loop(f, grad, x, gamma, lam, phi_star, steps, tol, fstar)
@@ -190,13 +210,31 @@ def _npgd_loop(f, grad, x, gamma, lam, phi_star, steps, tol, fstar) -> Trace:
 
 def iters_to_tol(trace: Trace, tol: float, fstar: float = 0.0) -> float:
     "First k with f(x_k) - fstar < tol, or inf if the run never got there."
+    if not isinstance(trace, Trace):
+        raise ArgumentTypeError(f"trace must be a Trace (npgd), got {type(trace).__name__}")
+    tol, fstar = check_float("tol", tol, 0.0, open_min=True), check_float("fstar", fstar)
     hit = np.nonzero(np.asarray(trace.f) - fstar < tol)[0]
     return float(hit[0]) if len(hit) else float("inf")
 
 # %% ../../nbs/optim/01_precond.ipynb #d48d4fbd
+def _check_problem(problem) -> None:
+    "A test problem with finite, non-negative smoothness constants and a finite start."
+    if not isinstance(problem, TestProblem):
+        raise ArgumentTypeError(f"problem must be a TestProblem (make_problem), got {type(problem).__name__}")
+    check_float("problem.L0", problem.L0, 0.0)
+    check_float("problem.L1", problem.L1, 0.0)
+    check_float("problem.fstar", problem.fstar)
+    check_array("problem.x0", problem.x0, ndim=1, min_size=1)
+    if problem.arcsinh_L is not None:
+        for v in problem.arcsinh_L:
+            check_float("problem.arcsinh_L", v, 0.0, open_min=True)
+
 def theory_steps(problem: TestProblem, kind: str) -> tuple[float, float]:
     "(gamma, lam) that the derivation above certifies for `kind` on `problem`."
+    _check_problem(problem)
     L0, L1 = problem.L0, problem.L1
+    if kind in ("smooth_clip", "hard_clip") and not (L0 > 0 and L1 > 0):
+        raise ValueError(f"problem.L0 and problem.L1 must be positive for the {kind} steps, got {L0}, {L1}")
     if kind == "smooth_clip":
         return 1.0 / L1, L1 / L0  # paper: L = L1, Lbar = L0/L1, gamma = 1/L, lam = 1/Lbar
     if kind == "hard_clip":
@@ -212,9 +250,14 @@ def theory_steps(problem: TestProblem, kind: str) -> tuple[float, float]:
 def gd_best_step(problem: TestProblem, tol: float = 1e-6, max_steps: int = 200_000, grid_max: int = 24) -> dict:
     "Best fixed-step gradient descent over a geometric grid of steps: {'gamma', 'iters', 'f' (its trace), 'grid'}."
     check_positive("tol", tol)
-    _check_steps(max_steps)
+    _check_steps(max_steps, "max_steps")
+    _check_problem(problem)
+    check_int("grid_max", grid_max, -4, 200)  # gammas 2^(j/2) / L_start for j = -4..grid_max: 2^100 is far past any use
+    check_memory("max_steps x grid_max", float(grid_max + 5) * max_steps, 8)  # the traces
     x0 = problem.x0
     L_start = problem.L0 + problem.L1 * np.linalg.norm(problem.grad(x0))
+    if not (L_start > 0 and np.isfinite(L_start)):
+        raise ValueError(f"problem.L0 + problem.L1 |grad f(x0)| must be positive and finite (it scales the grid), got {L_start}")
     js = np.arange(-4, grid_max + 1)
     gammas = 2.0 ** (js / 2) / L_start
     X = np.tile(x0, (len(gammas), 1))
@@ -247,9 +290,14 @@ def gd_armijo(problem: TestProblem, tol: float = 1e-6, max_steps: int = 100_000,
     """Gradient descent with Armijo backtracking from `t0` each iteration: {'iters' (inf if not converged), 'f' (trace),
     'evals' (function evaluations), 'steps' (accepted steps)}."""
     check_positive("tol", tol)
-    _check_steps(max_steps)
+    _check_steps(max_steps, "max_steps")
     check_positive("t0", t0)
-    if not (0 < beta < 1) or not (0 < c < 1):
+    _check_problem(problem)
+    check_int("max_halvings", max_halvings, 1)
+    check_float("beta", beta)
+    check_float("c", c)
+    check_memory("max_steps", max_steps, 8 * 2)
+    if isinstance(beta, (str, bytes)) or isinstance(c, (str, bytes)) or not (0 < beta < 1) or not (0 < c < 1):
         raise ValueError(f"beta and c must be in (0, 1), got beta={beta}, c={c}")
     x = problem.x0.copy()
     fx = float(problem.f(x))
@@ -281,6 +329,16 @@ def gd_armijo(problem: TestProblem, tol: float = 1e-6, max_steps: int = 100_000,
 def torch_clip_sgd_step(x: np.ndarray, g: np.ndarray, gamma: float, lam: float, shapes: list[tuple]) -> np.ndarray:
     "One PyTorch `clip_grad_norm_` + SGD step on parameters of `shapes` holding the flat vector `x` with gradient `g`."
     import torch
+    gamma = check_float("gamma", gamma, 0.0, open_min=True)
+    lam = check_float("lam", lam, 0.0, open_min=True)
+    x, g = check_array("x", x, ndim=1), check_array("g", g, ndim=1)
+    if not isinstance(shapes, (list, tuple)) or not shapes:
+        raise ValueError(f"shapes must be a non-empty list of parameter shapes, got {shapes!r}")
+    for s in shapes:
+        if not isinstance(s, (tuple, list)) or not s:
+            raise ValueError(f"shapes must hold non-empty tuples of sizes, got {s!r}")
+        for k in s:
+            check_int("shapes", k, 1)
     sizes = [int(np.prod(s)) for s in shapes]
     if sum(sizes) != len(x) or len(g) != len(x):
         raise ValueError(f"shapes hold {sum(sizes)} numbers but x has {len(x)} and g has {len(g)}")
@@ -298,6 +356,7 @@ TORCH_CLIP_EPS = 1e-6  # clip_grad_norm_ divides by (total_norm + 1e-6)
 
 def clip_equivalence(n_cases: int = 200, seed: int = 0) -> dict:
     "Max |NPGD hard-clip step - PyTorch clip+SGD step| over random problems, with and without PyTorch's epsilon."
+    n_cases = check_int("n_cases", n_cases, 1)
     rng = make_rng(check_seed(seed), 101)
     diffs_eps, ratio_exact, clipped = [], [], 0
     for _ in range(n_cases):
@@ -327,6 +386,8 @@ ABLATED_KINDS: tuple[str, ...] = ("smooth_clip", "hard_clip")  # the maps whose 
 
 def speedup(gd_iters: float, iters: float) -> float:
     "GD's iterations over a method's; 0 when the method never reached the tolerance (it diverged or ran out)."
+    gd_iters = check_float("gd_iters", gd_iters, 0.0, finite=False)
+    iters = check_float("iters", iters, 0.0, finite=False)
     if not np.isfinite(iters):
         return 0.0
     return float(gd_iters / max(iters, 1.0))
@@ -335,6 +396,10 @@ def speed_comparison(problem: TestProblem, tol: float = 1e-6, gd_max_steps: int 
                      npgd_max_steps: int = 100_000) -> dict:
     """Iterations to f - f* < tol: best fixed-step GD, GD with an Armijo line search, NPGD with each map at the
     theory's steps, and the identity map at those steps."""
+    _check_problem(problem)
+    check_positive("tol", tol)
+    _check_steps(gd_max_steps, "gd_max_steps")
+    _check_steps(npgd_max_steps, "npgd_max_steps")
     out = {"gd": gd_best_step(problem, tol=tol, max_steps=gd_max_steps),
            "armijo": gd_armijo(problem, tol=tol, max_steps=npgd_max_steps)}
     for kind in NPGD_KINDS + tuple(f"identity@{k}" for k in ABLATED_KINDS):
@@ -354,6 +419,8 @@ def _worst_increase(tr: Trace) -> float:
 
 def monotonicity(problem: TestProblem, steps: int) -> dict:
     "Largest relative increase of f along NPGD with every map that has theory steps on `problem`, and along the identity map at smooth clip's steps."
+    _check_problem(problem)
+    _check_steps(steps)
     worst = {}
     for kind in NPGD_KINDS + ("identity@smooth_clip",):
         base = kind.split("@")[-1]
@@ -438,6 +505,13 @@ def npgd_torch_step(params: list, gamma: float, lam: float, kind: str = "smooth_
     import torch
     if kind not in DUAL_MAPS or kind == "arcsinh":
         raise ValueError(f"kind must be one of identity, hard_clip, smooth_clip; got {kind!r}")
+    gamma = check_float("gamma", gamma, 0.0, open_min=True)
+    lam = check_float("lam", lam, 0.0, open_min=True)
+    params = list(params) if isinstance(params, (list, tuple)) else params
+    if not isinstance(params, list) or not params or not all(torch.is_tensor(p) for p in params):
+        raise ArgumentTypeError("params must be a non-empty list of torch parameters")
+    if any(p.grad is None for p in params):
+        raise ValueError("params must all have their .grad set (call loss.backward() first)")
     with torch.no_grad():
         gnorm = float(torch.sqrt(sum((p.grad.double() ** 2).sum() for p in params)))
         r = lam * gnorm
@@ -451,6 +525,9 @@ def mlp_digits_demo(lr: float = 4.0, lam: float = 1.0, steps: int = 150, seed: i
     "Full-batch training losses of a small MLP on sklearn digits: GD vs hard/smooth-clip NPGD with step lr."
     import torch
     from sklearn.datasets import load_digits
+    lr = check_float("lr", lr, 0.0, open_min=True)
+    lam = check_float("lam", lam, 0.0, open_min=True)
+    steps = check_int("steps", steps, 1, 1_000_000)
     X, y = load_digits(return_X_y=True)
     X = torch.tensor(X / 16.0, dtype=torch.float32)
     y = torch.tensor(y)
