@@ -1339,6 +1339,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                              'icml25nb.generative.flowdiv.train_flow': ( 'generative/flowdiv.html#train_flow',
                                                                                          'icml25nb/generative/flowdiv.py')},
             'icml25nb.graphdata': { 'icml25nb.graphdata._block_sizes': ('graphdata.html#_block_sizes', 'icml25nb/graphdata.py'),
+                                    'icml25nb.graphdata._check_graph': ('graphdata.html#_check_graph', 'icml25nb/graphdata.py'),
                                     'icml25nb.graphdata._orbits_from_permutations': ( 'graphdata.html#_orbits_from_permutations',
                                                                                       'icml25nb/graphdata.py'),
                                     'icml25nb.graphdata._shuffled': ('graphdata.html#_shuffled', 'icml25nb/graphdata.py'),
