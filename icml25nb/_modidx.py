@@ -1781,6 +1781,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'icml25nb.pareto._check_ref': ('pareto.html#_check_ref', 'icml25nb/pareto.py'),
                                  'icml25nb.pareto._check_rng': ('pareto.html#_check_rng', 'icml25nb/pareto.py'),
                                  'icml25nb.pareto._front_pair': ('pareto.html#_front_pair', 'icml25nb/pareto.py'),
+                                 'icml25nb.pareto._points': ('pareto.html#_points', 'icml25nb/pareto.py'),
                                  'icml25nb.pareto._random_unvisited': ('pareto.html#_random_unvisited', 'icml25nb/pareto.py'),
                                  'icml25nb.pareto._signs': ('pareto.html#_signs', 'icml25nb/pareto.py'),
                                  'icml25nb.pareto._visited_children': ('pareto.html#_visited_children', 'icml25nb/pareto.py'),

@@ -86,7 +86,8 @@ class PointMassVecEnv(VectorEnv):
     def __init__(self, num_envs: int = 16, dim: int = 2, horizon: int = 50, dt: float = 0.1, force: float = 2.0,
                  damping: float = 1.0, ctrl_cost: float = 0.0):
         self.num_envs = check_int("num_envs", num_envs, 1)
-        check_memory("num_envs", num_envs * check_int("dim", dim, 1), 8 * 8)
+        check_memory("dim", check_int("dim", dim, 1), 8 * 8)
+        check_memory("num_envs", num_envs * dim, 8 * 8)
         self.dim, self.horizon, self.dt, self.force, self.damping, self.ctrl_cost = _check_pointmass(
             dim, horizon, dt, force, damping, ctrl_cost)
         self.single_observation_space = Box(-np.inf, np.inf, (3 * self.dim,), np.float32)
@@ -143,7 +144,7 @@ def make_env(name: str, num_envs: int | None = None, **kwargs):
     if name in ("PointMass", "icml25nb/PointMass-v0"):
         return PointMassEnv(**kwargs) if num_envs is None else PointMassVecEnv(num_envs, **kwargs)
     if name not in gym.registry:
-        raise ValueError(f"unknown environment {name!r}: use 'PointMass', 'Pendulum-v1', one of {MUJOCO_ENVS} "
+        raise ValueError(f"name: unknown environment {name!r}: use 'PointMass', 'Pendulum-v1', one of {MUJOCO_ENVS} "
                          f"or another gymnasium id")
     if name in MUJOCO_ENVS or "mujoco" in str(gym.registry[name].entry_point):
         try:
@@ -366,6 +367,8 @@ class Agent:
             raise ValueError("action bounds must be finite with action_low < action_high")
         self.seed = check_seed(seed)
         config["hidden"] = _check_hidden(config.get("hidden", ()))
+        check_memory("obs_dim", 8 * self.obs_dim * max(config["hidden"]), 4)
+        check_memory("act_dim", 8 * self.act_dim * max(config["hidden"]), 4)
         sizes = [self.obs_dim + self.act_dim, *config["hidden"], 2 * self.act_dim]
         check_memory("hidden", 8 * sum(a * b for a, b in zip(sizes[:-1], sizes[1:])), 4)  # nets, targets, moments
         self.config = dict(obs_dim=self.obs_dim, act_dim=self.act_dim, action_low=low.tolist(),
@@ -387,8 +390,8 @@ class Agent:
     @classmethod
     def for_env(cls, env, **kwargs) -> "Agent":
         "An agent sized for `env` (a gymnasium Env or VectorEnv with Box spaces)."
-        obs_space = getattr(env, "single_observation_space", env.observation_space)
-        act_space = getattr(env, "single_action_space", env.action_space)
+        obs_space = getattr(env, "single_observation_space", getattr(env, "observation_space", None))
+        act_space = getattr(env, "single_action_space", getattr(env, "action_space", None))
         if not (isinstance(obs_space, Box) and isinstance(act_space, Box)):
             raise TypeError("env must have Box observation and action spaces")
         return cls(int(np.prod(obs_space.shape)), int(np.prod(act_space.shape)), act_space.low, act_space.high,

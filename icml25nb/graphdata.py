@@ -65,9 +65,9 @@ def sbm_graph(n: int = 600, n_classes: int = 3, avg_degree: float = 8.0, homophi
               seed: int = 0) -> nx.Graph:
     "A stochastic block model with near-equal blocks, node attribute `y` (the block), expected edge homophily `homophily`."
     seed = check_seed(seed)
-    p_in, p_out = sbm_probabilities(n, n_classes, avg_degree, homophily)
     check_int("n", n, 2, MAX_SBM_NODES)
     check_int("n_classes", n_classes, 2, MAX_SBM_CLASSES)
+    p_in, p_out = sbm_probabilities(n, n_classes, avg_degree, homophily)
     sizes = _block_sizes(n, n_classes)
     P = np.full((n_classes, n_classes), p_out)
     np.fill_diagonal(P, p_in)

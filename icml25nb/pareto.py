@@ -35,9 +35,19 @@ def _signs(maximise, m: int) -> np.ndarray:
     return np.where(mx, -1.0, 1.0)
 
 
+def _points(Y, name: str) -> np.ndarray:
+    "`PK.check_points`, with ragged lists refused as one line naming `name` (NumPy's own error does not)."
+    if not isinstance(Y, np.ndarray):
+        try:
+            np.asarray(Y)
+        except (TypeError, ValueError):
+            raise ArgumentTypeError(f"{name} must be a rectangular 2-D array of numbers (points, objectives)") from None
+    return PK.check_points(Y, name)
+
+
 def as_minimised(Y, maximise=False, name: str = "Y") -> np.ndarray:
     "`Y` checked (a 2-D real array without NaN) as float64, with the columns to maximise negated."
-    Y = PK.check_points(Y, name)
+    Y = _points(Y, name)
     s = _signs(maximise, Y.shape[1])
     return Y * s if (s < 0).any() else Y
 
@@ -71,7 +81,10 @@ def pareto_fronts(Y, maximise=False) -> list[np.ndarray]:
 def _check_ref(ref, m: int, name: str = "ref") -> np.ndarray:
     "A finite reference point with m coordinates (a scalar is repeated)."
     try:
-        r = np.asarray(ref, dtype=np.float64)
+        r = np.asarray(ref)
+        if r.dtype.kind not in "biuf":  # a str '3' would be converted silently
+            raise TypeError
+        r = r.astype(np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a point (numbers), got {type(ref).__name__}") from None
     if r.ndim == 0:
@@ -95,7 +108,7 @@ def hypervolume(Y, ref, maximise=False) -> float:
 
 # %% ../nbs/04_pareto.ipynb #1fd467f6
 def _front_pair(A, R, maximise) -> tuple[np.ndarray, np.ndarray]:
-    A, R = PK.check_points(A, "A"), PK.check_points(R, "R")
+    A, R = _points(A, "A"), _points(R, "R")
     if A.shape[1] != R.shape[1]:
         raise ValueError(f"A and R must have the same number of objectives, got {A.shape[1]} and {R.shape[1]}")
     if len(A) == 0 or len(R) == 0:
@@ -394,6 +407,7 @@ class SyntheticTree:
     def __init__(self, depth: int = 5, branching: int = 3, n_obj: int = 2, seed: int = 0):
         self.depth, self.branching = check_int("depth", depth, 1), check_int("branching", branching, 2)
         self.n_obj = check_int("n_obj", n_obj, 1)
+        check_memory("n_obj", self.n_obj * 4, 8)
         b = self.branching
         # about b**depth leaves, refused before b**depth is computed (a huge power alone takes minutes)
         name = f"depth={self.depth} with branching={b}"

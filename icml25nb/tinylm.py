@@ -387,7 +387,7 @@ def _parse_problem(trace: str):
 
 def check_steps(trace: str) -> list[bool]:
     "For each step of `trace` (between `|`s, before `#`): whether it is a locally correct next step."
-    nums, ops = _parse_problem(trace.strip())
+    nums, ops = _parse_problem(_check_line("trace", trace).strip())
     body = trace.strip().split("|", 1)[1] if "|" in trace else ""
     body = body.split("#", 1)[0]
     out, prev = [], nums[0]
@@ -402,7 +402,7 @@ def check_steps(trace: str) -> list[bool]:
 
 def trace_correct(trace: str) -> bool:
     "Whether `trace` has one correct step per operator and ends with the right answer."
-    nums, ops = _parse_problem(trace.strip())
+    nums, ops = _parse_problem(_check_line("trace", trace).strip())
     steps = check_steps(trace)
     value = nums[0]
     for o, x in zip(ops, nums[1:]):
@@ -417,7 +417,9 @@ def task_corpus(kind: str = "arithmetic", n_train: int = 5000, n_val: int = 500,
             "reasoning": lambda n, seed, **kw: reasoning_traces(n, seed=seed, **kw)[0]}
     check_choice("kind", kind, sorted(gens))
     n_train, n_val = check_int("n_train", n_train, 1), check_int("n_val", n_val, 1)
-    check_memory("n_train", n_train + n_val, 256)
+    check_memory("n_train", n_train, 256)
+    check_memory("n_val", n_val, 256)
+    check_memory("n_train + n_val", n_train + n_val, 256)
     lines = gens[kind](n_train + n_val, seed=seed, **kwargs)
     enc = lambda ls: TASK_TOKENIZER.encode("".join(l + "\n" for l in ls))
     return Corpus(kind, enc(lines[:n_train]), enc(lines[n_train:]), 0, TASK_TOKENIZER, dict(val_lines=lines[n_train:]))
@@ -432,7 +434,8 @@ class Block(nn.Module):
         mlp_ratio = check_int("mlp_ratio", mlp_ratio, 1)
         if d_model % n_heads:
             raise ValueError(f"n_heads={n_heads} must divide d_model={d_model}")
-        check_memory("d_model", (4 + 2 * mlp_ratio) * d_model * d_model, 4)
+        check_memory("d_model", 6 * d_model * d_model, 4)
+        check_memory("mlp_ratio", (4 + 2 * mlp_ratio) * d_model * d_model, 4)
         self.n_heads = n_heads
         self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.qkv = nn.Linear(d_model, 3 * d_model)
@@ -460,6 +463,7 @@ class TinyLM(nn.Module):
         if d_model % n_heads:
             raise ValueError(f"n_heads={n_heads} must divide d_model={d_model}")
         vocab_size = check_int("vocab_size", vocab_size, 1)
+        check_memory("d_model", 12 * d_model * d_model, 4)
         check_memory("vocab_size", 2 * vocab_size * d_model, 4)
         check_memory("context", context * d_model, 4)
         check_memory("n_layers", n_layers * 12 * d_model * d_model, 4)
@@ -774,8 +778,8 @@ def generate(model: nn.Module, prompts, max_new_tokens: int = 32, temperature: f
     check_memory("max_new_tokens", prompts.shape[0] * (N + prompts.shape[1]) * 4, 8)
     device = _device(model)
     g = torch.Generator().manual_seed(check_seed(seed))
-    if isinstance(stop_tokens, (str, bytes)):
-        raise ArgumentTypeError("stop_tokens must be a sequence of token ids, got a str")
+    if isinstance(stop_tokens, (str, bytes)) or not hasattr(stop_tokens, "__iter__"):
+        raise ArgumentTypeError(f"stop_tokens must be a sequence of token ids, got {type(stop_tokens).__name__}")
     stop = check_ids("stop_tokens", list(stop_tokens) if not isinstance(stop_tokens, np.ndarray) else stop_tokens,
                      V if V is not None else 2**62, ndim=1)
     stop = torch.tensor(sorted(set(stop.tolist())), dtype=torch.long, device=device)
