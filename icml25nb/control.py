@@ -272,6 +272,16 @@ def mlp(sizes, out_act: nn.Module | None = None) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+def _check_hidden(hidden) -> tuple[int, ...]:
+    "A non-empty tuple of positive layer widths."
+    if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__iter__"):
+        raise ArgumentTypeError(f"hidden must be a non-empty sequence of positive integers, got {hidden!r}")
+    hidden = tuple(hidden)
+    if not hidden or any(isinstance(h, bool) or not isinstance(h, (int, np.integer)) or h < 1 for h in hidden):
+        raise ValueError(f"hidden must be a non-empty sequence of positive integers, got {hidden!r}")
+    return tuple(int(h) for h in hidden)
+
+
 class TwinQ(nn.Module):
     "Two Q-networks Q(s, a) -> R with stacked weights: one batched matrix product per layer for both."
 
@@ -339,16 +349,6 @@ def _check_float(name: str, x, low: float = 0.0, high: float = math.inf, open_lo
     if not (math.isfinite(x) and (x > low if open_low else x >= low) and x <= high):
         raise ValueError(f"{name} must lie in {'(' if open_low else '['}{low}, {high}], got {x!r}")
     return x
-
-
-def _check_hidden(hidden) -> tuple[int, ...]:
-    "A non-empty tuple of positive layer widths."
-    if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__iter__"):
-        raise ArgumentTypeError(f"hidden must be a non-empty sequence of positive integers, got {hidden!r}")
-    hidden = tuple(hidden)
-    if not hidden or any(isinstance(h, bool) or not isinstance(h, (int, np.integer)) or h < 1 for h in hidden):
-        raise ValueError(f"hidden must be a non-empty sequence of positive integers, got {hidden!r}")
-    return tuple(int(h) for h in hidden)
 
 
 class Agent:

@@ -774,7 +774,7 @@ def generate(model: nn.Module, prompts, max_new_tokens: int = 32, temperature: f
         raise ValueError("prompts must hold at least one token per row")
     T = _context(model, context)
     V = _vocab(model)
-    pad_id = check_int("pad_id", pad_id, 0, None if V is None else V - 1)
+    pad_id = check_int("pad_id", pad_id, -2**63, 2**63 - 1)  # any int64: a sentinel such as -1 is fine
     check_memory("max_new_tokens", prompts.shape[0] * (N + prompts.shape[1]) * 4, 8)
     device = _device(model)
     g = torch.Generator().manual_seed(check_seed(seed))
