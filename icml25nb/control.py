@@ -21,7 +21,8 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode
 
-from .core import check_int, check_seed, make_rng, progress
+from .core import (ArgumentTypeError, check_array, check_choice, check_float, check_int, check_memory, check_seed,
+                          make_rng, progress)
 from .kernels.pointmass import _step_njit
 
 # %% auto #0
@@ -33,12 +34,10 @@ __all__ = ['MUJOCO_ENVS', 'LOG_STD_MIN', 'LOG_STD_MAX', 'AGENTS', 'BENCH_SIZES',
 # %% ../nbs/05_control.ipynb #d93309d9
 def _check_pointmass(dim, horizon, dt, force, damping, ctrl_cost):
     dim, horizon = check_int("dim", dim, 1), check_int("horizon", horizon, 1)
-    vals = []
-    for name, x in (("dt", dt), ("force", force), ("damping", damping), ("ctrl_cost", ctrl_cost)):
-        x = float(x)
-        if not (math.isfinite(x) and x >= 0) or (name in ("dt", "force") and x == 0):
-            raise ValueError(f"{name} must be a finite number {'> 0' if name in ('dt', 'force') else '>= 0'}, got {x!r}")
-        vals.append(x)
+    check_memory("dim", dim, 8 * 8)
+    # a real number (not a str, a bool or None), finite; dt and force > 0, damping and ctrl_cost >= 0
+    vals = [check_float(name, x, 0.0, open_min=name in ("dt", "force"))
+            for name, x in (("dt", dt), ("force", force), ("damping", damping), ("ctrl_cost", ctrl_cost))]
     if vals[0] * vals[2] >= 1:
         raise ValueError(f"dt * damping must be < 1, got {vals[0] * vals[2]!r}")
     return dim, horizon, *vals
@@ -71,12 +70,10 @@ class PointMassEnv(gym.Env):
     def step(self, action):
         if self._pos is None:
             raise RuntimeError("call reset() before step()")
-        a = np.asarray(action, dtype=np.float64)
+        a = check_array("action", action)
         if a.size != self.dim:
             raise ValueError(f"action must have shape ({self.dim},), got {a.shape}")
         a = a.reshape(1, self.dim)
-        if not np.isfinite(a).all():
-            raise ValueError("action must be finite")
         self._pos, self._vel, r = _step_njit(self._pos, self._vel, self._goal, a, self.dt, self.force,
                                              self.damping, self.ctrl_cost)
         self._t += 1
@@ -89,6 +86,8 @@ class PointMassVecEnv(VectorEnv):
     def __init__(self, num_envs: int = 16, dim: int = 2, horizon: int = 50, dt: float = 0.1, force: float = 2.0,
                  damping: float = 1.0, ctrl_cost: float = 0.0):
         self.num_envs = check_int("num_envs", num_envs, 1)
+        check_memory("dim", check_int("dim", dim, 1), 8 * 8)
+        check_memory("num_envs", num_envs * dim, 8 * 8)
         self.dim, self.horizon, self.dt, self.force, self.damping, self.ctrl_cost = _check_pointmass(
             dim, horizon, dt, force, damping, ctrl_cost)
         self.single_observation_space = Box(-np.inf, np.inf, (3 * self.dim,), np.float32)
@@ -117,11 +116,7 @@ class PointMassVecEnv(VectorEnv):
     def step(self, actions):
         if self._pos is None:
             raise RuntimeError("call reset() before step()")
-        a = np.asarray(actions, dtype=np.float64)
-        if a.shape != (self.num_envs, self.dim):
-            raise ValueError(f"actions must have shape ({self.num_envs}, {self.dim}), got {a.shape}")
-        if not np.isfinite(a).all():
-            raise ValueError("actions must be finite")
+        a = check_array("actions", actions, shape=(self.num_envs, self.dim))
         self._pos, self._vel, r = _step_njit(self._pos, self._vel, self._goal, np.ascontiguousarray(a), self.dt,
                                              self.force, self.damping, self.ctrl_cost)
         self._t += 1
@@ -149,7 +144,7 @@ def make_env(name: str, num_envs: int | None = None, **kwargs):
     if name in ("PointMass", "icml25nb/PointMass-v0"):
         return PointMassEnv(**kwargs) if num_envs is None else PointMassVecEnv(num_envs, **kwargs)
     if name not in gym.registry:
-        raise ValueError(f"unknown environment {name!r}: use 'PointMass', 'Pendulum-v1', one of {MUJOCO_ENVS} "
+        raise ValueError(f"name: unknown environment {name!r}: use 'PointMass', 'Pendulum-v1', one of {MUJOCO_ENVS} "
                          f"or another gymnasium id")
     if name in MUJOCO_ENVS or "mujoco" in str(gym.registry[name].entry_point):
         try:
@@ -178,6 +173,9 @@ class ReplayBuffer:
     def __init__(self, obs_dim: int, act_dim: int, capacity: int = 1_000_000):
         self.obs_dim, self.act_dim = check_int("obs_dim", obs_dim, 1), check_int("act_dim", act_dim, 1)
         self.capacity = check_int("capacity", capacity, 1)
+        check_memory("obs_dim", 2 * self.obs_dim, 4)
+        check_memory("act_dim", self.act_dim, 4)
+        check_memory("capacity", self.capacity * (2 * self.obs_dim + self.act_dim + 2), 4)
         self.obs = np.zeros((self.capacity, self.obs_dim), np.float32)
         self.act = np.zeros((self.capacity, self.act_dim), np.float32)
         self.rew = np.zeros(self.capacity, np.float32)
@@ -193,15 +191,22 @@ class ReplayBuffer:
 
     def add(self, obs, act, rew, next_obs, done) -> None:
         "Store one transition, or k transitions given with a leading axis of length k."
-        obs = np.asarray(obs, np.float32)
+        # finite numbers only: a NaN stored here would turn every later update into NaN
+        obs = check_array("obs", obs, dtype=np.float32, contiguous=False)
+        if obs.ndim == 0:
+            raise ValueError(f"obs must have shape ({self.obs_dim},) or (k, {self.obs_dim}), got a scalar")
         k = 1 if obs.ndim == 1 else obs.shape[0]
         if k == 0:
             return
+        arrs = {}
+        for name, x, per in (("act", act, None), ("rew", rew, 1), ("next_obs", next_obs, None), ("done", done, 1)):
+            a = check_array(name, x, dtype=np.float32, contiguous=False)
+            if a.size == 0 or a.size % k or (per == 1 and a.size != k):
+                raise ValueError(f"{name} must hold {'one entry' if per == 1 else 'entries'} for each of the {k} "
+                                 f"transitions, got shape {a.shape}")
+            arrs[name] = a.reshape(k) if per == 1 else a.reshape(k, -1)
         obs = obs.reshape(k, -1)
-        act = np.asarray(act, np.float32).reshape(k, -1)
-        next_obs = np.asarray(next_obs, np.float32).reshape(k, -1)
-        rew = np.asarray(rew, np.float32).reshape(k)
-        done = np.asarray(done, np.float32).reshape(k)
+        act, rew, next_obs, done = arrs["act"], arrs["rew"], arrs["next_obs"], arrs["done"]
         if obs.shape[1] != self.obs_dim or next_obs.shape[1] != self.obs_dim:
             raise ValueError(f"obs and next_obs must have {self.obs_dim} entries per transition, got "
                              f"{obs.shape[1]} and {next_obs.shape[1]}")
@@ -221,6 +226,8 @@ class ReplayBuffer:
             raise ValueError("cannot sample from an empty buffer")
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
+        batch_size = check_int("batch_size", batch_size, 1)  # an empty batch averages over nothing: NaN losses
+        check_memory("batch_size", batch_size * (2 * self.obs_dim + self.act_dim + 2), 4)
         idx = rng.integers(0, self.size, batch_size)
         return Batch(self.obs[idx], self.act[idx], self.rew[idx], self.next_obs[idx], self.done[idx])
 
@@ -239,6 +246,9 @@ class ReplayBuffer:
     def load(cls, path, capacity: int | None = None) -> "ReplayBuffer":
         "A buffer holding the transitions saved in `path`."
         with np.load(path) as z:
+            missing = [k for k in Batch._fields if k not in z.files]
+            if missing:
+                raise ValueError(f"path: {path} does not hold a saved buffer (no {missing[0]!r})")
             data = {k: z[k] for k in Batch._fields}
         n = len(data["obs"])
         buf = cls(data["obs"].shape[1], data["act"].shape[1], max(n, 1) if capacity is None else capacity)
@@ -248,6 +258,10 @@ class ReplayBuffer:
 # %% ../nbs/05_control.ipynb #0a1abaef
 def mlp(sizes, out_act: nn.Module | None = None) -> nn.Sequential:
     "Linear layers of the given sizes with ReLU between them (and `out_act` after the last, if given)."
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__len__"):
+        raise ArgumentTypeError(f"sizes must be a sequence of positive integers, got {type(sizes).__name__}")
+    sizes = [check_int(f"sizes[{i}]", s, 1) for i, s in enumerate(sizes)]
+    check_memory("sizes", sum(a * b for a, b in zip(sizes[:-1], sizes[1:])), 4)
     layers = []
     for i in range(len(sizes) - 1):
         layers.append(nn.Linear(sizes[i], sizes[i + 1]))
@@ -258,12 +272,25 @@ def mlp(sizes, out_act: nn.Module | None = None) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+def _check_hidden(hidden) -> tuple[int, ...]:
+    "A non-empty tuple of positive layer widths."
+    if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__iter__"):
+        raise ArgumentTypeError(f"hidden must be a non-empty sequence of positive integers, got {hidden!r}")
+    hidden = tuple(hidden)
+    if not hidden or any(isinstance(h, bool) or not isinstance(h, (int, np.integer)) or h < 1 for h in hidden):
+        raise ValueError(f"hidden must be a non-empty sequence of positive integers, got {hidden!r}")
+    return tuple(int(h) for h in hidden)
+
+
 class TwinQ(nn.Module):
     "Two Q-networks Q(s, a) -> R with stacked weights: one batched matrix product per layer for both."
 
     def __init__(self, obs_dim: int, act_dim: int, hidden=(256, 256), n: int = 2):
         super().__init__()
+        obs_dim, act_dim, n = check_int("obs_dim", obs_dim, 1), check_int("act_dim", act_dim, 1), check_int("n", n, 1)
+        hidden = _check_hidden(hidden)
         sizes = [obs_dim + act_dim, *hidden, 1]
+        check_memory("hidden", n * sum(a * b for a, b in zip(sizes[:-1], sizes[1:])), 4)
         self.weights, self.biases = nn.ParameterList(), nn.ParameterList()
         for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
             bound = 1.0 / math.sqrt(fan_in)  # nn.Linear's default: kaiming_uniform(a=sqrt(5)) and its bias rule
@@ -339,10 +366,11 @@ class Agent:
         if not (np.isfinite(low).all() and np.isfinite(high).all() and (low < high).all()):
             raise ValueError("action bounds must be finite with action_low < action_high")
         self.seed = check_seed(seed)
-        hidden = tuple(config.get("hidden", ()))
-        if not hidden or any(isinstance(h, bool) or not isinstance(h, (int, np.integer)) or h < 1 for h in hidden):
-            raise ValueError(f"hidden must be a non-empty sequence of positive integers, got {config.get('hidden')!r}")
-        config["hidden"] = tuple(int(h) for h in hidden)
+        config["hidden"] = _check_hidden(config.get("hidden", ()))
+        check_memory("obs_dim", 8 * self.obs_dim * max(config["hidden"]), 4)
+        check_memory("act_dim", 8 * self.act_dim * max(config["hidden"]), 4)
+        sizes = [self.obs_dim + self.act_dim, *config["hidden"], 2 * self.act_dim]
+        check_memory("hidden", 8 * sum(a * b for a, b in zip(sizes[:-1], sizes[1:])), 4)  # nets, targets, moments
         self.config = dict(obs_dim=self.obs_dim, act_dim=self.act_dim, action_low=low.tolist(),
                            action_high=high.tolist(), seed=self.seed, **config)
         self.hidden = config["hidden"]
@@ -362,8 +390,8 @@ class Agent:
     @classmethod
     def for_env(cls, env, **kwargs) -> "Agent":
         "An agent sized for `env` (a gymnasium Env or VectorEnv with Box spaces)."
-        obs_space = getattr(env, "single_observation_space", env.observation_space)
-        act_space = getattr(env, "single_action_space", env.action_space)
+        obs_space = getattr(env, "single_observation_space", getattr(env, "observation_space", None))
+        act_space = getattr(env, "single_action_space", getattr(env, "action_space", None))
         if not (isinstance(obs_space, Box) and isinstance(act_space, Box)):
             raise TypeError("env must have Box observation and action spaces")
         return cls(int(np.prod(obs_space.shape)), int(np.prod(act_space.shape)), act_space.low, act_space.high,
@@ -374,16 +402,22 @@ class Agent:
                f"{self.n_updates} updates)"
 
     # --- actions and observations ---
+    def _actions(self, a) -> np.ndarray:
+        a = check_array("a", a, dtype=np.float32, contiguous=False)
+        if a.ndim not in (1, 2) or a.shape[-1] != self.act_dim:
+            raise ValueError(f"a must have shape ({self.act_dim},) or (n, {self.act_dim}), got {a.shape}")
+        return a
+
     def scale_action(self, a) -> np.ndarray:
         "Actions in [-1, 1] mapped to the environment's bounds."
-        return (np.asarray(a, np.float32) * self._scale + self._center).astype(np.float32)
+        return (self._actions(a) * self._scale + self._center).astype(np.float32)
 
     def normalize_action(self, a) -> np.ndarray:
         "Environment actions mapped to [-1, 1] (the inverse of `scale_action`)."
-        return ((np.asarray(a, np.float32) - self._center) / self._scale).astype(np.float32)
+        return ((self._actions(a) - self._center) / self._scale).astype(np.float32)
 
     def _obs_tensor(self, obs) -> tuple[torch.Tensor, bool]:
-        x = np.asarray(obs, dtype=np.float32)
+        x = check_array("obs", obs, dtype=np.float32, contiguous=False)  # finite: a NaN observation acts NaN
         if x.ndim == 1 and x.shape[0] == self.obs_dim:
             return torch.from_numpy(np.ascontiguousarray(x)).unsqueeze(0), True
         if x.ndim == 2 and x.shape[1] == self.obs_dim:
@@ -410,7 +444,12 @@ class Agent:
             raise TypeError("batch must be a Batch (obs, act, rew, next_obs, done)")
         obs, act, rew, next_obs, done = (torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
                                          if not isinstance(x, torch.Tensor) else x.float() for x in batch)
+        for name, x in zip(Batch._fields, (obs, act, rew, next_obs, done)):
+            if not torch.isfinite(x).all():
+                raise ValueError(f"batch {name} must be finite (found NaN or inf)")
         B = obs.shape[0] if obs.dim() == 2 else -1
+        if B == 0:
+            raise ValueError("batch must hold at least one transition (an empty batch gives NaN losses)")
         if obs.shape != (B, self.obs_dim) or next_obs.shape != (B, self.obs_dim):
             raise ValueError(f"batch obs and next_obs must have shape (B, {self.obs_dim}), got {tuple(obs.shape)} "
                              f"and {tuple(next_obs.shape)}")
@@ -596,7 +635,7 @@ class TD3BC(TD3):
 
     def fit_normalizer(self, data) -> "TD3BC":
         "Set the state statistics from a ReplayBuffer or Batch: mean and std + 1e-3 of its observations."
-        obs = data.all().obs if isinstance(data, ReplayBuffer) else np.asarray(data[0], np.float32)
+        obs = data.all().obs if isinstance(data, ReplayBuffer) else check_array("data", data[0], dtype=np.float32)
         if obs.ndim != 2 or obs.shape[1] != self.obs_dim or len(obs) < 2:
             raise ValueError(f"the dataset must hold at least 2 observations of size {self.obs_dim}")
         if self.config["normalize_obs"]:
@@ -730,7 +769,7 @@ AGENTS = {"TD3": TD3, "TD3BC": TD3BC, "SAC": SAC}
 
 def make_agent(algo: str, env, **kwargs) -> Agent:
     "An agent of kind `algo` ('TD3', 'TD3BC', 'SAC') sized for `env`."
-    if algo not in AGENTS:
+    if not isinstance(algo, str) or algo not in AGENTS:  # a str first: a list or dict is unhashable
         raise ValueError(f"unknown algo {algo!r}: use one of {sorted(AGENTS)}")
     return AGENTS[algo].for_env(env, **kwargs)
 
@@ -806,6 +845,14 @@ def _as_policy(policy, deterministic: bool):
     raise TypeError(f"policy must be an Agent or a callable, got {type(policy).__name__}")
 
 
+def _policy_actions(a, st) -> np.ndarray:
+    "The policy's actions as (n, act_dim) float32, finite (a NaN action would give NaN returns)."
+    a = check_array("policy", a, dtype=np.float32, contiguous=False)
+    if a.size != st.n * st.act_dim:
+        raise ValueError(f"policy must return {st.n} x {st.act_dim} actions, got shape {a.shape}")
+    return a.reshape(st.n, st.act_dim)
+
+
 def evaluate(policy, env, episodes: int = 10, seed: int = 0, deterministic: bool = True) -> dict:
     "Mean and std of the undiscounted return over `episodes` episodes (the first to finish, by environment index)."
     episodes, seed = check_int("episodes", episodes, 1), check_seed(seed)
@@ -814,7 +861,7 @@ def evaluate(policy, env, episodes: int = 10, seed: int = 0, deterministic: bool
     obs = st.reset(seed)
     ret, returns = np.zeros(st.n), []
     while len(returns) < episodes:
-        a = np.asarray(act(obs), np.float32).reshape(st.n, st.act_dim)
+        a = _policy_actions(act(obs), st)
         _, r, _, ended, valid = st.step(a)
         ret += np.where(valid, r, 0.0)
         for i in np.flatnonzero(ended):
@@ -830,6 +877,7 @@ def collect_dataset(env, policy=None, steps: int = 10_000, noise: float = 0.0, s
     steps, seed = check_int("steps", steps, 1), check_seed(seed)
     noise = _check_float("noise", noise)
     st = _Stepper(env)
+    check_memory("steps", steps * (2 * st.obs_dim + st.act_dim + 2), 4)
     act = None if policy is None else _as_policy(policy, True)
     rng = make_rng(seed, 11)
     scale, center = (st.high - st.low) / 2, (st.high + st.low) / 2
@@ -839,7 +887,7 @@ def collect_dataset(env, policy=None, steps: int = 10_000, noise: float = 0.0, s
         if act is None:
             a = rng.uniform(-1, 1, (st.n, st.act_dim)).astype(np.float32)
         else:
-            a = (np.asarray(act(obs), np.float32).reshape(st.n, st.act_dim) - center) / scale
+            a = (_policy_actions(act(obs), st) - center) / scale
             if noise > 0:
                 a = a + noise * rng.standard_normal(a.shape).astype(np.float32)
             a = np.clip(a, -1, 1)
@@ -865,7 +913,9 @@ def train(agent: Agent, env, steps: int, *, seed: int = 0, learning_starts: int 
     steps, seed = check_int("steps", steps, 1), check_seed(seed)
     learning_starts, batch_size = check_int("learning_starts", learning_starts, 0), check_int("batch_size", batch_size, 1)
     gradient_steps, eval_every = check_int("gradient_steps", gradient_steps, 0), check_int("eval_every", eval_every, 0)
+    buffer_size, eval_episodes = check_int("buffer_size", buffer_size, 1), check_int("eval_episodes", eval_episodes, 1)
     st = _Stepper(env)
+    check_memory("buffer_size", min(buffer_size, steps + st.n) * (2 * st.obs_dim + st.act_dim + 2), 4)
     if (st.obs_dim, st.act_dim) != (agent.obs_dim, agent.act_dim):
         raise ValueError(f"env has obs_dim={st.obs_dim}, act_dim={st.act_dim}; the agent {agent.obs_dim}, "
                          f"{agent.act_dim}")
@@ -922,7 +972,8 @@ def train_offline(agent: Agent, dataset: ReplayBuffer, steps: int, *, batch_size
         raise ValueError(f"dataset has obs_dim={dataset.obs_dim}, act_dim={dataset.act_dim}; the agent "
                          f"{agent.obs_dim}, {agent.act_dim}")
     steps, seed = check_int("steps", steps, 1), check_seed(seed)
-    eval_every = check_int("eval_every", eval_every, 0)
+    batch_size = check_int("batch_size", batch_size, 1)  # 0 gave NaN losses and trained nothing
+    eval_every, eval_episodes = check_int("eval_every", eval_every, 0), check_int("eval_episodes", eval_episodes, 1)
     if eval_every and eval_env is None:
         raise ValueError("eval_every needs an eval_env")
     if isinstance(agent, TD3BC) and agent.obs_mean is None:
@@ -995,8 +1046,9 @@ def _our_agent(algo: str, env, hidden, seed: int):
 def compare_with_sb3(env_id: str, algo: str, steps: int, seed: int, hidden, eval_episodes: int = 10) -> dict:
     "One seed of our `algo` and SB3's on `env_id`: final evaluation return and wall seconds per environment step."
     import os
-    if algo not in ("SAC", "TD3"):
-        raise ValueError(f"algo must be 'SAC' or 'TD3', got {algo!r}")
+    check_choice("algo", algo, ("SAC", "TD3"))
+    steps, seed = check_int("steps", steps, 1), check_seed(seed)
+    eval_episodes = check_int("eval_episodes", eval_episodes, 1)
     out = {}
     for impl in ("ours", "SB3"):
         env = make_env(env_id)
@@ -1022,9 +1074,8 @@ def benchmark(size: str = "default", repeat: int = 1) -> dict:
     """Our SAC and TD3 against stable-baselines3's on Pendulum-v1 (same steps, same hyperparameters): mean final
     return over seeds and wall time per environment step, runs alternating. `repeat` > 1 repeats every run and keeps
     the best time and the mean return."""
-    if size not in BENCH_SIZES:
-        raise ValueError(f"size must be one of {list(BENCH_SIZES)}, got {size!r}")
-    repeat = check_int("repeat", repeat, 1)
+    check_choice("size", size, list(BENCH_SIZES))
+    repeat = check_int("repeat", repeat, 1, 100)
     cfg = BENCH_SIZES[size]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

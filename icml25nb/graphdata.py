@@ -11,17 +11,34 @@ from typing import Iterable, Sequence
 import networkx as nx
 import numpy as np
 
-from .core import check_int, check_seed, make_rng
+from .core import (ArgumentTypeError, check_array, check_float, check_int, check_memory, check_prob, check_seed,
+                          make_rng)
 from .kernels.wl import first_occurrence, wl_colors_njit, wl_final_njit, wl_stable_njit
 
 # %% auto #0
-__all__ = ['ORBIT_METHODS', 'sbm_probabilities', 'sbm_graph', 'edge_homophily', 'node_labels', 'class_features', 'to_data',
-           'motif', 'role_graph', 'motif_graph', 'graph_csr', 'wl_colors', 'wl_graph_classes', 'wl_equivalent',
-           'exact_orbits', 'refines', 'partition_purity', 'linear_probe', 'plot_orbits_vs_wl']
+__all__ = ['MAX_SBM_NODES', 'MAX_SBM_CLASSES', 'MAX_GRAPH_NODES', 'MAX_MOTIF_SIZE', 'MAX_ROLE_BASE', 'ORBIT_METHODS',
+           'sbm_probabilities', 'sbm_graph', 'edge_homophily', 'node_labels', 'class_features', 'to_data', 'motif',
+           'role_graph', 'motif_graph', 'graph_csr', 'wl_colors', 'wl_graph_classes', 'wl_equivalent', 'exact_orbits',
+           'refines', 'partition_purity', 'linear_probe', 'plot_orbits_vs_wl']
 
 # %% ../nbs/06_graphdata.ipynb #a42cdb99
 def _block_sizes(n: int, k: int) -> list[int]:
     return [n // k + (1 if i < n % k else 0) for i in range(k)]
+
+
+#: size limits of the generators, refused up front with a one-line error (networkx builds graphs in Python: a
+#: larger call would run for minutes or exhaust memory rather than fail)
+MAX_SBM_NODES = 2**14  # networkx's SBM draws the pairs inside a block one by one: about 10 s at this size
+MAX_SBM_CLASSES = 1000  # ... and loops over all pairs of blocks
+MAX_GRAPH_NODES = 200_000  # motif_graph, role_graph: about 15 s and 1 GB of networkx objects
+MAX_MOTIF_SIZE = 1000  # cycleK, cliqueK, starK (a clique of 1000 nodes has ~5e5 edges)
+MAX_ROLE_BASE = 2000  # role_graph's base cycle (its orbit computation is quadratic in it)
+
+
+def _check_graph(name: str, G) -> nx.Graph:
+    if not isinstance(G, nx.Graph):
+        raise ArgumentTypeError(f"{name} must be a networkx graph, got {type(G).__name__}")
+    return G
 
 
 def sbm_probabilities(n: int, n_classes: int, avg_degree: float, homophily: float) -> tuple[float, float]:
@@ -29,13 +46,10 @@ def sbm_probabilities(n: int, n_classes: int, avg_degree: float, homophily: floa
     n, k = check_int("n", n, 2), check_int("n_classes", n_classes, 2)
     if k > n:
         raise ValueError(f"n_classes must be at most n = {n}, got {k}")
-    h, d = float(homophily), float(avg_degree)
-    if not 0.0 <= h <= 1.0:
-        raise ValueError(f"homophily must lie in [0, 1], got {homophily!r}")
-    if not (np.isfinite(d) and d > 0):
-        raise ValueError(f"avg_degree must be positive and finite, got {avg_degree!r}")
-    sizes = _block_sizes(n, k)
-    inside = sum(s * (s - 1) // 2 for s in sizes)
+    h = check_prob("homophily", homophily)
+    d = check_float("avg_degree", avg_degree, 0.0, open_min=True)
+    q, r = divmod(n, k)  # r blocks of q + 1 nodes, k - r of q (as _block_sizes): O(1) for any k
+    inside = r * (q + 1) * q // 2 + (k - r) * q * (q - 1) // 2
     across = n * (n - 1) // 2 - inside
     E = n * d / 2
     if inside == 0 and h > 0:
@@ -51,6 +65,8 @@ def sbm_graph(n: int = 600, n_classes: int = 3, avg_degree: float = 8.0, homophi
               seed: int = 0) -> nx.Graph:
     "A stochastic block model with near-equal blocks, node attribute `y` (the block), expected edge homophily `homophily`."
     seed = check_seed(seed)
+    check_int("n", n, 2, MAX_SBM_NODES)
+    check_int("n_classes", n_classes, 2, MAX_SBM_CLASSES)
     p_in, p_out = sbm_probabilities(n, n_classes, avg_degree, homophily)
     sizes = _block_sizes(n, n_classes)
     P = np.full((n_classes, n_classes), p_out)
@@ -64,8 +80,7 @@ def sbm_graph(n: int = 600, n_classes: int = 3, avg_degree: float = 8.0, homophi
 
 def edge_homophily(G: nx.Graph, y: str | Sequence[int] = "y") -> float:
     "Fraction of edges whose ends have the same label; `y` is a node attribute name or labels in node order."
-    if not isinstance(G, nx.Graph):
-        raise TypeError(f"G must be a networkx graph, got {type(G).__name__}")
+    _check_graph("G", G)
     if G.number_of_edges() == 0:
         raise ValueError("G must have at least one edge")
     lab = node_labels(G, y)
@@ -76,6 +91,7 @@ def edge_homophily(G: nx.Graph, y: str | Sequence[int] = "y") -> float:
 
 def node_labels(G: nx.Graph, y: str | Sequence[int] = "y") -> np.ndarray:
     "Labels in node order: node attribute `y` (a name) or `y` itself (checked to have one entry per node)."
+    _check_graph("G", G)
     if isinstance(y, str):
         try:
             return np.array([G.nodes[v][y] for v in G])
@@ -89,11 +105,14 @@ def node_labels(G: nx.Graph, y: str | Sequence[int] = "y") -> np.ndarray:
 # %% ../nbs/06_graphdata.ipynb #f5d82708
 def class_features(y: Sequence[int], dim: int = 16, signal: float = 1.0, seed: int = 0) -> np.ndarray:
     "Features N(mu_y, I) (float32) with class means of norm `signal` along orthonormal directions."
-    y = first_occurrence(np.asarray(y))
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D (one label per node), got shape {y.shape}")
+    y = first_occurrence(y)
     k = int(y.max()) + 1 if len(y) else 0
     dim = check_int("dim", dim, max(k, 1))
-    if not (np.isfinite(signal) and signal >= 0):
-        raise ValueError(f"signal must be non-negative and finite, got {signal!r}")
+    check_memory("dim", (len(y) + 2 * max(k, 1)) * dim, 8 * 2)
+    signal = check_float("signal", signal, 0.0)
     rng = make_rng(check_seed(seed))
     Q = np.linalg.qr(rng.standard_normal((dim, max(k, 1))))[0]
     return (signal * Q.T[y] + rng.standard_normal((len(y), dim))).astype(np.float32)
@@ -110,7 +129,7 @@ def to_data(G: nx.Graph, x=None, y: str | None = "y"):
     if y is not None:
         data.y = torch.as_tensor(node_labels(G, y), dtype=torch.long)
     if x is not None:
-        x = np.asarray(x, dtype=np.float32)
+        x = check_array("x", x, dtype=np.float32)
         if x.ndim != 2 or len(x) != n:
             raise ValueError(f"x must have shape ({n}, d), got {x.shape}")
         data.x = torch.from_numpy(x)
@@ -137,6 +156,8 @@ def motif(name: str) -> tuple[str, list[tuple[int, int]], list[int]]:
             return "house", [(0, 1), (0, 2), (1, 2), (1, 3), (2, 4), (3, 4)], [0, 1, 1, 2, 2]
     if not k:
         raise ValueError(f"motif {kind} needs a size, e.g. {kind}5; got {name!r}")
+    if len(k) > 6 or int(k) > MAX_MOTIF_SIZE:
+        raise ValueError(f"motif size must be at most {MAX_MOTIF_SIZE}, got {name!r}")
     k = int(k)
     if kind == "cycle" and k == 3:
         kind = "clique"  # the same rooted graph: one name, so that the role graph sees them as equal
@@ -184,6 +205,12 @@ def role_graph(motifs: str | Sequence[str] = ("house",), repeats: int = 4, spaci
     if N < 2:
         raise ValueError("repeats * len(motifs) must be at least 2 (one motif on a cycle has an extra symmetry)")
     L = N * spacing
+    if L > MAX_ROLE_BASE:
+        raise ValueError(f"repeats={repeats} with spacing={spacing} is too large: the base cycle would have {L} nodes, "
+                         f"more than {MAX_ROLE_BASE} (the orbit computation is quadratic in it)")
+    size = L + repeats * sum(len(p[2]) for p in pattern)
+    if size > MAX_GRAPH_NODES:
+        raise ValueError(f"repeats={repeats} is too large: the graph would have {size} nodes, more than {MAX_GRAPH_NODES}")
     if L < 3:
         raise ValueError("the base cycle needs at least 3 nodes: increase spacing or repeats")
     types = [pattern[i % len(pattern)][0] for i in range(N)]
@@ -231,6 +258,10 @@ def motif_graph(n_base: int = 40, motifs: dict[str, int] | Sequence[tuple[str, i
     if not items or any(len(t) != 2 for t in items):
         raise ValueError("motifs must map motif names to counts")
     specs = [(motif(name), check_int(f"motifs[{name!r}]", count, 0)) for name, count in items]
+    size = n_base + sum(len(m[2]) * count for m, count in specs)
+    if size > MAX_GRAPH_NODES:
+        what = "n_base" if n_base > MAX_GRAPH_NODES // 2 else "motifs"
+        raise ValueError(f"{what} is too large: the graph would have {size} nodes, more than {MAX_GRAPH_NODES}")
     rng = make_rng(seed)
     T = nx.random_labeled_tree(n_base, seed=int(rng.integers(2**31))) if n_base > 1 else nx.empty_graph(1)
     G = nx.Graph(name=f"motif_graph(n_base={n_base}, {dict(items)})")
@@ -285,9 +316,14 @@ def wl_graph_classes(graphs: Sequence[nx.Graph], iterations: int = 3) -> np.ndar
     """Class of each graph (first-occurrence ids): two graphs share a class iff 1-WL with `iterations` rounds does not
     tell them apart (the colour histograms of their disjoint union agree; networkx's `weisfeiler_lehman_graph_hash`
     with the same `iterations` >= 2 agrees)."""
+    if isinstance(graphs, nx.Graph) or isinstance(graphs, (str, bytes)) or not hasattr(graphs, "__iter__"):
+        raise ArgumentTypeError(f"graphs must be a sequence of networkx graphs, got {type(graphs).__name__}")
     graphs = list(graphs)
     if not graphs:
         raise ValueError("graphs must hold at least one graph")
+    for i, g in enumerate(graphs):
+        if not isinstance(g, nx.Graph) or g.is_directed() or g.is_multigraph():
+            raise ArgumentTypeError(f"graphs[{i}] must be an undirected simple networkx graph, got {type(g).__name__}")
     iterations = check_int("iterations", iterations, 0)
     U = nx.disjoint_union_all(graphs)
     c = wl_colors(U, iterations)
@@ -299,6 +335,9 @@ def wl_graph_classes(graphs: Sequence[nx.Graph], iterations: int = 3) -> np.ndar
 
 def wl_equivalent(G1: nx.Graph, G2: nx.Graph, iterations: int = 3) -> bool:
     "True if 1-WL with `iterations` rounds does not distinguish `G1` from `G2`."
+    for name, g in (("G1", G1), ("G2", G2)):
+        if not isinstance(g, nx.Graph) or g.is_directed() or g.is_multigraph():
+            raise ArgumentTypeError(f"{name} must be an undirected simple networkx graph, got {type(g).__name__}")
     c = wl_graph_classes([G1, G2], iterations)
     return bool(c[0] == c[1])
 
@@ -433,13 +472,11 @@ def linear_probe(Z, y: Sequence[int], test_size: float = 0.5, seed: int = 0, C: 
     from sklearn.preprocessing import StandardScaler
     if hasattr(Z, "detach"):  # a torch tensor
         Z = Z.detach().cpu().numpy()
-    Z, y = np.asarray(Z, dtype=np.float64), np.asarray(y)
-    if Z.ndim != 2 or not np.isfinite(Z).all():
-        raise ValueError(f"Z must be a finite 2-D array (n, d), got shape {Z.shape}")
+    Z, y = check_array("Z", Z, ndim=2), np.asarray(y)
     if y.shape != (len(Z),):
         raise ValueError(f"y must have one label per row of Z ({len(Z)}), got shape {y.shape}")
-    if not 0 < test_size < 1:
-        raise ValueError(f"test_size must lie in (0, 1), got {test_size!r}")
+    test_size = check_float("test_size", test_size, 0.0, 1.0, open_min=True, open_max=True)
+    C = check_float("C", C, 0.0, open_min=True)
     if len(np.unique(y)) < 2:
         raise ValueError("y must hold at least two classes")
     Ztr, Zte, ytr, yte = train_test_split(Z, y, test_size=test_size, random_state=check_seed(seed), stratify=y)
@@ -450,6 +487,10 @@ def linear_probe(Z, y: Sequence[int], test_size: float = 0.5, seed: int = 0, C: 
 def plot_orbits_vs_wl(graphs: dict[str, nx.Graph], seed: int = 0):
     "One row per graph: nodes coloured by exact orbit (left) and by stable WL colour (right)."
     import matplotlib.pyplot as plt
+    if not isinstance(graphs, dict) or not graphs:
+        raise ArgumentTypeError(f"graphs must be a non-empty dict of name -> networkx graph, got {type(graphs).__name__}")
+    for name, G in graphs.items():
+        _check_graph(f"graphs[{name!r}]", G)
     fig, axes = plt.subplots(len(graphs), 2, figsize=(9, 4.2 * len(graphs)), squeeze=False)
     for row, (name, G) in zip(axes, graphs.items()):
         pos = nx.kamada_kawai_layout(G)

@@ -10,7 +10,9 @@ from typing import Any, Sequence
 import numpy as np
 import moocore
 
-from .core import check_int, check_positive, make_rng
+import math
+
+from .core import ArgumentTypeError, check_array, check_choice, check_ids, check_int, check_memory, check_positive, make_rng
 from .kernels import pareto as PK
 
 # %% auto #0
@@ -33,16 +35,33 @@ def _signs(maximise, m: int) -> np.ndarray:
     return np.where(mx, -1.0, 1.0)
 
 
+def _points(Y, name: str) -> np.ndarray:
+    "`PK.check_points`, with ragged lists refused as one line naming `name` (NumPy's own error does not)."
+    if not isinstance(Y, np.ndarray):
+        try:
+            np.asarray(Y)
+        except (TypeError, ValueError):
+            raise ArgumentTypeError(f"{name} must be a rectangular 2-D array of numbers (points, objectives)") from None
+    return PK.check_points(Y, name)
+
+
 def as_minimised(Y, maximise=False, name: str = "Y") -> np.ndarray:
     "`Y` checked (a 2-D real array without NaN) as float64, with the columns to maximise negated."
-    Y = PK.check_points(Y, name)
+    Y = _points(Y, name)
     s = _signs(maximise, Y.shape[1])
     return Y * s if (s < 0).any() else Y
 
 # %% ../nbs/04_pareto.ipynb #3bf53049
+def _check_bool(name: str, x) -> bool:
+    "A bool (or 0/1): a one-line error naming `name` for anything else (a truthy string would pass silently)."
+    if isinstance(x, (bool, np.bool_)) or (isinstance(x, (int, np.integer)) and x in (0, 1)):
+        return bool(x)
+    raise ArgumentTypeError(f"{name} must be a bool, got {x!r} ({type(x).__name__})")
+
+
 def nondominated_mask(Y, keep_duplicates: bool = True, maximise=False) -> np.ndarray:
     "True for the rows of `Y` that no other row dominates (minimisation unless `maximise`)."
-    return PK.nondominated_mask(as_minimised(Y, maximise), keep_duplicates)
+    return PK.nondominated_mask(as_minimised(Y, maximise), _check_bool("keep_duplicates", keep_duplicates))
 
 
 def pareto_rank(Y, maximise=False) -> np.ndarray:
@@ -62,7 +81,10 @@ def pareto_fronts(Y, maximise=False) -> list[np.ndarray]:
 def _check_ref(ref, m: int, name: str = "ref") -> np.ndarray:
     "A finite reference point with m coordinates (a scalar is repeated)."
     try:
-        r = np.asarray(ref, dtype=np.float64)
+        r = np.asarray(ref)
+        if r.dtype.kind not in "biuf":  # a str '3' would be converted silently
+            raise TypeError
+        r = r.astype(np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a point (numbers), got {type(ref).__name__}") from None
     if r.ndim == 0:
@@ -86,7 +108,7 @@ def hypervolume(Y, ref, maximise=False) -> float:
 
 # %% ../nbs/04_pareto.ipynb #1fd467f6
 def _front_pair(A, R, maximise) -> tuple[np.ndarray, np.ndarray]:
-    A, R = PK.check_points(A, "A"), PK.check_points(R, "R")
+    A, R = _points(A, "A"), _points(R, "R")
     if A.shape[1] != R.shape[1]:
         raise ValueError(f"A and R must have the same number of objectives, got {A.shape[1]} and {R.shape[1]}")
     if len(A) == 0 or len(R) == 0:
@@ -123,6 +145,8 @@ class MCTree:
     def __init__(self, n_obj: int, capacity: int = 1024):
         self.n_obj = check_int("n_obj", n_obj, 1)
         cap = check_int("capacity", capacity, 1)
+        check_memory("n_obj", self.n_obj, 8)
+        check_memory("capacity", cap * (6 + self.n_obj) * 2, 8)  # the arrays (and a doubling's copy)
         self.parent = np.full(cap, -1, np.int64)
         self.first_child = np.full(cap, -1, np.int64)
         self.n_children = np.zeros(cap, np.int64)
@@ -137,6 +161,12 @@ class MCTree:
     @property
     def capacity(self) -> int:
         return len(self.parent)
+
+    def _node(self, node, name: str = "node") -> int:
+        "`node` as an int id of an existing node (no wrap-around of -1, no unused slot)."
+        if self.size == 0:
+            raise ValueError(f"{name}: the tree has no node yet (call add_root)")
+        return check_int(name, node, 0, self.size - 1)
 
     def _reserve(self, k: int) -> None:
         "Make room for k more nodes (capacity doubles)."
@@ -161,8 +191,11 @@ class MCTree:
 
     def expand(self, node: int, states: Sequence, terminal: Sequence[bool]) -> np.ndarray:
         "Allocate the children of `node`, one per action in action order; returns their ids."
-        if not 0 <= node < self.size:
-            raise ValueError(f"node must be a node of the tree (0..{self.size - 1}), got {node}")
+        node = self._node(node)
+        if isinstance(states, (str, bytes)) or not hasattr(states, "__len__"):
+            raise ArgumentTypeError(f"states must be a sequence (one state per action), got {type(states).__name__}")
+        if isinstance(terminal, (str, bytes)) or not hasattr(terminal, "__len__"):
+            raise ArgumentTypeError(f"terminal must be a sequence of bools, got {type(terminal).__name__}")
         if self.n_children[node] or self.terminal[node]:
             raise ValueError(f"node {node} is already expanded or is terminal")
         k = len(states)
@@ -181,11 +214,12 @@ class MCTree:
 
     def children(self, node: int) -> np.ndarray:
         "Ids of the children of `node` (empty if it is not expanded)."
-        f = self.first_child[node]
+        f = self.first_child[self._node(node)]
         return np.arange(f, f + self.n_children[node])
 
     def path(self, node: int) -> list[int]:
         "Node ids from the root to `node`."
+        node = self._node(node)
         out = []
         while node >= 0:
             out.append(int(node))
@@ -194,6 +228,9 @@ class MCTree:
 
     def backprop(self, node: int, reward) -> None:
         "Add one visit and the reward vector to `node` and to each of its ancestors."
+        node = self._node(node)
+        reward = check_array("reward", reward, shape=(self.n_obj,)) if np.ndim(reward) else \
+            check_array("reward", reward, ndim=0)  # a scalar is added to every objective, as before
         while node >= 0:
             self.visits[node] += 1
             self.value_sum[node] += reward
@@ -201,6 +238,7 @@ class MCTree:
 
     def mean(self, nodes) -> np.ndarray:
         "Mean reward vectors Q = value_sum / visits of `nodes` (0 where unvisited)."
+        nodes = check_ids("nodes", nodes, self.size) if np.ndim(nodes) else self._node(nodes, "nodes")
         return self.value_sum[nodes] / np.maximum(self.visits[nodes], 1)[..., None]
 
 # %% ../nbs/04_pareto.ipynb #d321716a
@@ -210,16 +248,42 @@ def _random_unvisited(tree: MCTree, ch: np.ndarray, rng: np.random.Generator) ->
     return int(rng.choice(unvisited)) if len(unvisited) else -1
 
 
+def _visited_children(tree: MCTree, node) -> np.ndarray:
+    "The children of `node`, every one of them visited (an unvisited child has no mean: 0/0)."
+    if not isinstance(tree, MCTree):
+        raise ArgumentTypeError(f"tree must be an MCTree, got {type(tree).__name__}")
+    ch = tree.children(node)
+    if len(ch) and (tree.visits[ch] == 0).any():
+        raise ValueError(f"node {int(node)} has unvisited children: these scores need every child visited "
+                         f"(the select functions try unvisited children first)")
+    return ch
+
+
+def _check_c(c) -> float:
+    return check_positive("c", c, strict=False)
+
+
+def _check_rng(rng) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise ArgumentTypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
+    return rng
+
+
 def uct_scores(tree: MCTree, node: int, weights, c: float) -> np.ndarray:
     "UCT scores w . Q_i + c sqrt(ln N / N_i) of the (visited) children of `node`."
-    ch = tree.children(node)
+    ch = _visited_children(tree, node)
+    weights, c = check_array("weights", weights, shape=(tree.n_obj,)), _check_c(c)
     Ni = tree.visits[ch]
     return tree.value_sum[ch] @ np.asarray(weights, float) / Ni + c * np.sqrt(np.log(tree.visits[node]) / Ni)
 
 
 def uct_select(tree: MCTree, node: int, weights, c: float, rng: np.random.Generator) -> int:
     "Child of `node` by UCT on the scalarisation w . Q (unvisited children first, ties at random)."
-    ch = tree.children(node)
+    if not isinstance(tree, MCTree):
+        raise ArgumentTypeError(f"tree must be an MCTree, got {type(tree).__name__}")
+    ch, rng = tree.children(node), _check_rng(rng)
+    if len(ch) == 0:
+        raise ValueError(f"node {int(node)} has no children to select from")
     u = _random_unvisited(tree, ch, rng)
     if u >= 0:
         return u
@@ -229,7 +293,7 @@ def uct_select(tree: MCTree, node: int, weights, c: float, rng: np.random.Genera
 
 def pareto_ucb_vectors(tree: MCTree, node: int, c: float) -> np.ndarray:
     "Pareto-UCB vectors Q_i + c sqrt((4 ln N + ln D) / (2 N_i)) of the (visited) children of `node`."
-    ch = tree.children(node)
+    ch, c = _visited_children(tree, node), _check_c(c)
     Ni = tree.visits[ch]
     bonus = c * np.sqrt((4 * np.log(tree.visits[node]) + np.log(tree.n_obj)) / (2 * Ni))
     return tree.value_sum[ch] / Ni[:, None] + bonus[:, None]
@@ -237,12 +301,19 @@ def pareto_ucb_vectors(tree: MCTree, node: int, c: float) -> np.ndarray:
 
 def choose_pareto(U, rng: np.random.Generator) -> int:
     "Row index of `U` chosen uniformly among its non-dominated rows (maximisation)."
+    rng = _check_rng(rng)
+    if len(as_minimised(U, True, "U")) == 0:
+        raise ValueError("U must hold at least one row")
     return int(rng.choice(np.flatnonzero(nondominated_mask(U, maximise=True))))
 
 
 def pareto_ucb_select(tree: MCTree, node: int, c: float, rng: np.random.Generator) -> int:
     "Child of `node` by Pareto-UCB: unvisited first, else uniform among the non-dominated UCB vectors."
-    ch = tree.children(node)
+    if not isinstance(tree, MCTree):
+        raise ArgumentTypeError(f"tree must be an MCTree, got {type(tree).__name__}")
+    ch, rng = tree.children(node), _check_rng(rng)
+    if len(ch) == 0:
+        raise ValueError(f"node {int(node)} has no children to select from")
     u = _random_unvisited(tree, ch, rng)
     if u >= 0:
         return u
@@ -256,17 +327,25 @@ class MCTS:
                  capacity: int = 1024):
         if rule not in ("pareto", "scalar"):
             raise ValueError(f"rule must be 'pareto' or 'scalar', got {rule!r}")
+        missing = [m for m in ("root", "n_actions", "reward") if not callable(getattr(env, m, None))]
+        if missing:  # and `step` unless the root is terminal (checked below)
+            raise ArgumentTypeError(f"env must have the methods root, n_actions, step and reward; it lacks {missing[0]}")
         self.env, self.rule, self.c = env, rule, check_positive("c", c, strict=False)
         self.tree = MCTree(n_obj, capacity)
         if rule == "scalar":
             if weights is None:
                 raise ValueError("weights must be given for rule='scalar'")
-            w = np.asarray(weights, float)
+            try:
+                w = np.asarray(weights, float)
+            except (TypeError, ValueError):  # strings, ragged lists
+                w = np.full(0, np.nan)
             if w.shape != (self.tree.n_obj,) or not np.isfinite(w).all() or (w < 0).any():
                 raise ValueError(f"weights must be {self.tree.n_obj} finite non-negative numbers, got {weights!r}")
             self.weights = w
         self.rng = make_rng(seed)
         s0 = env.root()
+        if env.n_actions(s0) != 0 and not callable(getattr(env, "step", None)):
+            raise ArgumentTypeError("env must have the methods root, n_actions, step and reward; it lacks step")
         self.tree.add_root(s0, env.n_actions(s0) == 0)
         self.starts: list[int] = []  # node whose rollout gave each iteration's value
         self.values: list[np.ndarray] = []  # each iteration's reward vector
@@ -328,28 +407,47 @@ class SyntheticTree:
     def __init__(self, depth: int = 5, branching: int = 3, n_obj: int = 2, seed: int = 0):
         self.depth, self.branching = check_int("depth", depth, 1), check_int("branching", branching, 2)
         self.n_obj = check_int("n_obj", n_obj, 1)
+        check_memory("n_obj", self.n_obj * 4, 8)
         b = self.branching
+        # about b**depth leaves, refused before b**depth is computed (a huge power alone takes minutes)
+        name = f"depth={self.depth} with branching={b}"
+        if self.depth * math.log2(b) > 62:
+            raise ValueError(f"{name} is too large: the tree has more than 2**62 nodes")
         self.n_internal = (b ** self.depth - 1) // (b - 1)
         n_nodes = self.n_internal + b ** self.depth
+        check_memory(name, n_nodes * (4 * self.n_obj + 2), 8)
         rng = make_rng(seed)
         g = np.abs(rng.standard_normal((n_nodes, self.n_obj)))
         edge = g / np.linalg.norm(g, axis=1, keepdims=True) * rng.uniform(0.6, 1.0, (n_nodes, 1))
         acc = np.zeros((n_nodes, self.n_obj))
-        for s in range(1, n_nodes):  # heap order: a parent comes before its children
+        lo = 1  # heap order, one level at a time: each node is its parent's sum plus its edge (the same additions
+        while lo < n_nodes:  # as node by node; a parent's level is finished before its children's)
+            hi = lo * b + 1
+            s = np.arange(lo, min(hi, n_nodes))
             acc[s] = acc[(s - 1) // b] + edge[s]
+            lo = hi
         self.leaf_rewards = acc[self.n_internal:] / self.depth
 
     def root(self) -> int:
         return 0
 
+    def _state(self, state, leaf: bool | None = None) -> int:
+        n = self.n_internal + len(self.leaf_rewards)
+        s = check_int("state", state, 0, n - 1)
+        if leaf is True and s < self.n_internal:
+            raise ValueError(f"state must be a leaf (>= {self.n_internal}), got {s}")
+        if leaf is False and s >= self.n_internal:
+            raise ValueError(f"state {s} is a leaf: it has no actions")
+        return s
+
     def n_actions(self, state: int) -> int:
-        return 0 if state >= self.n_internal else self.branching
+        return 0 if self._state(state) >= self.n_internal else self.branching
 
     def step(self, state: int, action: int) -> int:
-        return self.branching * state + 1 + action
+        return self.branching * self._state(state, leaf=False) + 1 + check_int("action", action, 0, self.branching - 1)
 
     def reward(self, state: int) -> np.ndarray:
-        return self.leaf_rewards[state - self.n_internal]
+        return self.leaf_rewards[self._state(state, leaf=True) - self.n_internal]
 
     @property
     def leaves(self) -> np.ndarray:
@@ -365,6 +463,7 @@ def plot_fronts(Y, ref=None, max_fronts: int = 8, ax=None):
     "Scatter 2-D points (minimised) coloured by front rank, the first fronts as staircases, the hypervolume region."
     import matplotlib.pyplot as plt
     Y = as_minimised(Y)
+    max_fronts = check_int("max_fronts", max_fronts, 1)
     if Y.shape[1] != 2 or len(Y) == 0:
         raise ValueError(f"Y must hold points with 2 objectives to plot, got shape {Y.shape}")
     if ax is None:

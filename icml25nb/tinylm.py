@@ -28,7 +28,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .core import check_int, check_seed, make_rng, progress
+from .core import (ArgumentTypeError, check_array, check_choice, check_float, check_ids, check_int, check_memory,
+                          check_prob, check_seed, make_rng, progress)
 
 # %% auto #0
 __all__ = ['VOCAB', 'STDLIB_TOKENIZER', 'TASK_CHARS', 'TASK_TOKENIZER', 'SCHEDULES', 'CharTokenizer', 'encode', 'decode',
@@ -80,9 +81,7 @@ class CharTokenizer:
         "The text of ids (a sequence, array or tensor)."
         if isinstance(ids, torch.Tensor):
             ids = ids.detach().cpu().numpy()
-        ids = np.asarray(ids, dtype=np.int64).ravel()
-        if ids.size and (ids.min() < 0 or ids.max() >= len(self.chars)):
-            raise ValueError(f"ids must lie in [0, {len(self.chars)})")
+        ids = check_ids("ids", ids, len(self.chars)).ravel()  # no truncated floats, no wrapped negative ids
         return "".join(self.chars[i] for i in ids)
 
 
@@ -141,10 +140,8 @@ def stdlib_corpus(kind: str = "code", max_chars: int = 300_000, val_frac: float 
     "The standard library's code without docstrings (`kind='code'`) or its docstrings (`kind='docs'`)."
     if kind not in ("code", "docs"):
         raise ValueError(f"kind must be 'code' or 'docs', got {kind!r}")
-    if not (isinstance(max_chars, (int, np.integer)) and max_chars >= 1000):
-        raise ValueError(f"max_chars must be an integer >= 1000, got {max_chars!r}")
-    if not 0 < val_frac < 0.5:
-        raise ValueError(f"val_frac must lie in (0, 0.5), got {val_frac!r}")
+    max_chars = check_int("max_chars", max_chars, 1000)
+    val_frac = check_float("val_frac", val_frac, 0.0, 0.5, open_min=True, open_max=True)
     parts, total, n_files = [], 0, 0
     for path in _stdlib_files():
         try:
@@ -177,8 +174,9 @@ class MarkovChain:
 
     def __post_init__(self):
         self.order = check_int("order", self.order, 1)
-        P = np.asarray(self.P, dtype=np.float64)
-        if P.ndim != 2 or P.shape[0] != P.shape[1] ** self.order:
+        P = check_array("P", self.P, ndim=2, min_size=1, contiguous=False)
+        # V**order for a huge order would take forever to compute: with V >= 2 it exceeds any real row count
+        if (P.shape[1] >= 2 and self.order > 62) or P.shape[0] != P.shape[1] ** self.order:
             raise ValueError(f"P must have shape (V**order, V), got {P.shape} with order={self.order}")
         if not np.isfinite(P).all() or (P < 0).any() or not np.allclose(P.sum(1), 1, atol=1e-9):
             raise ValueError("P must hold non-negative finite rows that sum to 1")
@@ -208,7 +206,10 @@ class MarkovChain:
         b[-1] = 1.0
         with warnings.catch_warnings():  # a reducible chain gives a singular system: reported below
             warnings.simplefilter("ignore", spla.MatrixRankWarning)
-            pi = spla.spsolve(A.tocsc(), b)
+            try:
+                pi = spla.spsolve(A.tocsc(), b)
+            except RuntimeError:  # SuperLU: "failed to factorize matrix" (exactly singular)
+                pi = np.full(S, np.nan)
         if not np.isfinite(pi).all() or pi.min() < -1e-9 or np.abs(T.T @ pi - pi).max() > 1e-9:
             raise ValueError("P must define an irreducible chain (no unique stationary law found)")
         pi = np.clip(pi, 0, None)
@@ -226,13 +227,13 @@ class MarkovChain:
 
     def states(self, ids) -> np.ndarray:
         "The state before each token of `ids` from position `order` on (len(ids) - order states)."
-        ids = np.asarray(ids, dtype=np.int64)
+        ids = check_ids("ids", ids, self.vocab_size, ndim=1, min_size=self.order)
         w = np.lib.stride_tricks.sliding_window_view(ids, self.order)[:-1]
         return w @ (self.vocab_size ** np.arange(self.order - 1, -1, -1))
 
     def nll(self, ids) -> float:
         "Mean -log P(x_t | state) in nats of the tokens of `ids` from position `order` on: the chain's own loss."
-        ids = np.asarray(ids, dtype=np.int64)
+        ids = check_ids("ids", ids, self.vocab_size, ndim=1)
         if len(ids) <= self.order:
             raise ValueError(f"ids must hold more than order={self.order} tokens")
         return float(-np.log(self.P[self.states(ids), ids[self.order:]]).mean())
@@ -240,7 +241,8 @@ class MarkovChain:
     def sample(self, n: int, seed: int = 0, stream: int = 0) -> np.ndarray:
         "A stationary stream of `n` tokens (int64), reproducible from (`seed`, `stream`)."
         n = check_int("n", n, self.order)
-        rng = make_rng(seed, 11, stream)
+        check_memory("n", n, 64)  # the draws, their Python floats and the output
+        rng = make_rng(seed, 11, check_int("stream", stream, 0))
         s = int(rng.choice(self.n_states, p=self.pi))
         V, S = self.vocab_size, self.n_states
         out = [(s // V ** (self.order - 1 - i)) % V for i in range(self.order)]
@@ -257,12 +259,13 @@ class MarkovChain:
 def markov_chain(vocab_size: int = 16, order: int = 2, temperature: float = 0.5, seed: int = 0) -> MarkovChain:
     "A random order-`order` chain over `vocab_size` tokens: each row is softmax(N(0, I) / temperature)."
     V = check_int("vocab_size", vocab_size, 2)
-    order = check_int("order", order, 1)
+    order = check_int("order", order, 1, 18)  # V >= 2: more than 18 would pass 2**18 states (and V**order is slow)
     if V ** order > 2 ** 18:
         raise ValueError(f"vocab_size**order must be at most 2**18 states, got {V}**{order}")
-    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a positive number, got {temperature!r}")
+    temperature = check_float("temperature", temperature, 0.0, open_min=True)
     z = make_rng(seed, 12).standard_normal((V ** order, V)) / temperature
+    if not np.isfinite(z).all():
+        raise ValueError(f"temperature={temperature:g} is too small: the logits overflow")
     P = np.exp(z - z.max(1, keepdims=True))
     return MarkovChain(P / P.sum(1, keepdims=True), order)
 
@@ -271,6 +274,9 @@ def markov_corpus(chain: MarkovChain, n_train: int = 200_000, n_val: int = 20_00
     "Independent stationary training and held-out streams of `chain`; `info` holds the exact loss floors."
     if not isinstance(chain, MarkovChain):
         raise TypeError(f"chain must be a MarkovChain, got {type(chain).__name__}")
+    n_train, n_val = check_int("n_train", n_train, chain.order), check_int("n_val", n_val, chain.order)
+    check_memory("n_train", n_train, 64)
+    check_memory("n_val", n_val, 64)
     V = chain.vocab_size
     alphabet = string.ascii_lowercase + string.ascii_uppercase + string.digits
     tok = CharTokenizer(alphabet[:V]) if V <= len(alphabet) else None
@@ -282,12 +288,28 @@ def markov_corpus(chain: MarkovChain, n_train: int = 200_000, n_val: int = 20_00
 TASK_CHARS = "\n0123456789+-*=,|#?" + string.ascii_lowercase
 TASK_TOKENIZER = CharTokenizer(TASK_CHARS)
 _OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
+_MAX_DIGITS = 4000  # Python refuses to convert longer digit strings to int (sys.get_int_max_str_digits)
+
+
+def _check_line(name: str, line) -> str:
+    if not isinstance(line, str):
+        raise ArgumentTypeError(f"{name} must be a str, got {type(line).__name__}")
+    return line
+
+
+def _int(name: str, digits: str) -> int:
+    "int(`digits`), or a ValueError naming `name` for a number too long to convert."
+    if len(digits) > _MAX_DIGITS:
+        raise ValueError(f"{name} holds a number of {len(digits)} digits, more than the {_MAX_DIGITS} this checks")
+    return int(digits)
 
 
 def arithmetic_problems(n: int, max_operand: int = 99, ops: str = "+-", seed: int = 0) -> list[str]:
     "`n` lines `a<op>b=c` with operands in [0, max_operand] and operators drawn from `ops`."
-    n, max_operand = check_int("n", n, 1), check_int("max_operand", max_operand, 1)
-    if not ops or set(ops) - set(_OPS):
+    # operands are drawn as int64: max_operand + 1 must fit
+    n, max_operand = check_int("n", n, 1), check_int("max_operand", max_operand, 1, 2**62)
+    check_memory("n", n, 128)  # one short str per line
+    if not isinstance(ops, str) or not ops or set(ops) - set(_OPS):
         raise ValueError(f"ops must be a non-empty string of '+', '-', '*', got {ops!r}")
     rng = make_rng(seed, 13)
     a, b = rng.integers(0, max_operand + 1, (2, n))
@@ -297,13 +319,14 @@ def arithmetic_problems(n: int, max_operand: int = 99, ops: str = "+-", seed: in
 
 def check_arithmetic(line: str) -> bool:
     "Whether `line` is `a<op>b=c` with c the right result."
-    m = re.fullmatch(r"(\d+)([+\-*])(\d+)=(-?\d+)", line.strip())
-    return bool(m) and _OPS[m[2]](int(m[1]), int(m[3])) == int(m[4])
+    m = re.fullmatch(r"(\d+)([+\-*])(\d+)=(-?\d+)", _check_line("line", line).strip())
+    return bool(m) and _OPS[m[2]](_int("line", m[1]), _int("line", m[3])) == _int("line", m[4])
 
 
 def lookup_problems(n: int, n_pairs: int = 4, n_keys: int = 10, seed: int = 0) -> list[str]:
     "`n` lines of `n_pairs` distinct keys (of the first `n_keys` letters) with digit values, then `?key=value`."
     n, n_pairs, n_keys = check_int("n", n, 1), check_int("n_pairs", n_pairs, 1), check_int("n_keys", n_keys, 1)
+    check_memory("n", n, 256)
     if not n_pairs <= n_keys <= 26:
         raise ValueError(f"need n_pairs <= n_keys <= 26, got n_pairs={n_pairs}, n_keys={n_keys}")
     rng = make_rng(seed, 14)
@@ -318,7 +341,7 @@ def lookup_problems(n: int, n_pairs: int = 4, n_keys: int = 10, seed: int = 0) -
 
 def check_lookup(line: str) -> bool:
     "Whether the value after `?key=` is the value the line gives `key`."
-    m = re.fullmatch(r"((?:[a-z]=\d,)*[a-z]=\d)\?([a-z])=(\d+)", line.strip())
+    m = re.fullmatch(r"((?:[a-z]=\d,)*[a-z]=\d)\?([a-z])=(\d+)", _check_line("line", line).strip())
     if not m:
         return False
     table = dict(kv.split("=") for kv in m[1].split(","))
@@ -328,9 +351,11 @@ def check_lookup(line: str) -> bool:
 def reasoning_traces(n: int, n_steps: int = 3, max_operand: int = 9, error_rate: float = 0.0,
                      seed: int = 0) -> tuple[list[str], list[list[bool]]]:
     "`n` traces `problem|step|...|step#answer` of `n_steps` +/- steps, each step wrong with prob. `error_rate`; and their step labels."
-    n, n_steps, max_operand = check_int("n", n, 1), check_int("n_steps", n_steps, 1), check_int("max_operand", max_operand, 1)
-    if not 0 <= error_rate <= 1:
-        raise ValueError(f"error_rate must lie in [0, 1], got {error_rate!r}")
+    n, n_steps = check_int("n", n, 1), check_int("n_steps", n_steps, 1)
+    max_operand = check_int("max_operand", max_operand, 1, 2**62)
+    check_memory("n_steps", n_steps, 256)
+    check_memory("n", n * n_steps, 256)  # one str of n_steps steps and n_steps labels per trace
+    error_rate = check_prob("error_rate", error_rate)
     rng = make_rng(seed, 15)
     traces, labels = [], []
     for _ in range(n):
@@ -352,32 +377,32 @@ def reasoning_traces(n: int, n_steps: int = 3, max_operand: int = 9, error_rate:
 
 
 def _parse_problem(trace: str):
-    problem = trace.split("|", 1)[0]
+    problem = _check_line("trace", trace).split("|", 1)[0]
     if not re.fullmatch(r"\d+([+\-]\d+)+", problem):
         raise ValueError(f"trace must start with a problem like '7+5-3', got {problem[:30]!r}")
-    nums = [int(x) for x in re.findall(r"\d+", problem)]
+    nums = [_int("trace", x) for x in re.findall(r"\d+", problem)]
     ops = re.findall(r"[+\-]", problem)
     return nums, ops
 
 
 def check_steps(trace: str) -> list[bool]:
     "For each step of `trace` (between `|`s, before `#`): whether it is a locally correct next step."
-    nums, ops = _parse_problem(trace.strip())
+    nums, ops = _parse_problem(_check_line("trace", trace).strip())
     body = trace.strip().split("|", 1)[1] if "|" in trace else ""
     body = body.split("#", 1)[0]
     out, prev = [], nums[0]
     for i, step in enumerate(body.split("|") if body else []):
         m = re.fullmatch(r"(-?\d+)([+\-])(\d+)=(-?\d+)", step)
-        ok = (m is not None and i < len(ops) and prev is not None and int(m[1]) == prev and m[2] == ops[i]
-              and int(m[3]) == nums[i + 1] and _OPS[m[2]](int(m[1]), int(m[3])) == int(m[4]))
+        ok = (m is not None and i < len(ops) and prev is not None and _int("trace", m[1]) == prev and m[2] == ops[i]
+              and _int("trace", m[3]) == nums[i + 1] and _OPS[m[2]](int(m[1]), int(m[3])) == _int("trace", m[4]))
         out.append(bool(ok))
-        prev = int(m[4]) if m else None
+        prev = _int("trace", m[4]) if m else None
     return out
 
 
 def trace_correct(trace: str) -> bool:
     "Whether `trace` has one correct step per operator and ends with the right answer."
-    nums, ops = _parse_problem(trace.strip())
+    nums, ops = _parse_problem(_check_line("trace", trace).strip())
     steps = check_steps(trace)
     value = nums[0]
     for o, x in zip(ops, nums[1:]):
@@ -390,9 +415,11 @@ def task_corpus(kind: str = "arithmetic", n_train: int = 5000, n_val: int = 500,
     "A corpus of one task language (`arithmetic`, `lookup` or `reasoning`), one example per line; `info['lines']` keeps the held-out lines."
     gens = {"arithmetic": arithmetic_problems, "lookup": lookup_problems,
             "reasoning": lambda n, seed, **kw: reasoning_traces(n, seed=seed, **kw)[0]}
-    if kind not in gens:
-        raise ValueError(f"kind must be one of {sorted(gens)}, got {kind!r}")
+    check_choice("kind", kind, sorted(gens))
     n_train, n_val = check_int("n_train", n_train, 1), check_int("n_val", n_val, 1)
+    check_memory("n_train", n_train, 256)
+    check_memory("n_val", n_val, 256)
+    check_memory("n_train + n_val", n_train + n_val, 256)
     lines = gens[kind](n_train + n_val, seed=seed, **kwargs)
     enc = lambda ls: TASK_TOKENIZER.encode("".join(l + "\n" for l in ls))
     return Corpus(kind, enc(lines[:n_train]), enc(lines[n_train:]), 0, TASK_TOKENIZER, dict(val_lines=lines[n_train:]))
@@ -403,6 +430,12 @@ class Block(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, mlp_ratio: int = 4):
         super().__init__()
+        d_model, n_heads = check_int("d_model", d_model, 1), check_int("n_heads", n_heads, 1)
+        mlp_ratio = check_int("mlp_ratio", mlp_ratio, 1)
+        if d_model % n_heads:
+            raise ValueError(f"n_heads={n_heads} must divide d_model={d_model}")
+        check_memory("d_model", 6 * d_model * d_model, 4)
+        check_memory("mlp_ratio", (4 + 2 * mlp_ratio) * d_model * d_model, 4)
         self.n_heads = n_heads
         self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.qkv = nn.Linear(d_model, 3 * d_model)
@@ -429,7 +462,12 @@ class TinyLM(nn.Module):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
         if d_model % n_heads:
             raise ValueError(f"n_heads={n_heads} must divide d_model={d_model}")
-        self.context = context
+        vocab_size = check_int("vocab_size", vocab_size, 1)
+        check_memory("d_model", 12 * d_model * d_model, 4)
+        check_memory("vocab_size", 2 * vocab_size * d_model, 4)
+        check_memory("context", context * d_model, 4)
+        check_memory("n_layers", n_layers * 12 * d_model * d_model, 4)
+        self.context, self.vocab_size = context, vocab_size
         self.tok = nn.Embedding(vocab_size, d_model)
         self.pos = nn.Embedding(context, d_model)
         self.blocks = nn.ModuleList(Block(d_model, n_heads) for _ in range(n_layers))
@@ -438,8 +476,16 @@ class TinyLM(nn.Module):
 
     def forward(self, idx):
         "Logits (B, T, vocab) for ids (B, T), T <= context."
+        if not isinstance(idx, torch.Tensor) or idx.ndim != 2 or idx.dtype.is_floating_point \
+                or idx.dtype.is_complex or idx.dtype == torch.bool:
+            raise ArgumentTypeError(f"idx must be a (B, T) integer tensor of token ids, got "
+                                    f"{tuple(getattr(idx, 'shape', ()))} {getattr(idx, 'dtype', type(idx).__name__)}")
         if idx.shape[1] > self.context:
             raise ValueError(f"sequence length {idx.shape[1]} exceeds the context {self.context}")
+        if idx.numel():
+            lo, hi = torch.aminmax(idx)
+            if lo < 0 or hi >= self.vocab_size:
+                raise ValueError(f"idx must hold token ids in [0, {self.vocab_size}), got [{int(lo)}, {int(hi)}]")
         x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
         for block in self.blocks:
             x = block(x)
@@ -462,6 +508,32 @@ def _as_ids(ids, name: str = "ids") -> torch.Tensor:
     return t[None] if t.ndim == 1 else t
 
 
+def _vocab(model: nn.Module) -> int | None:
+    "The model's vocabulary size if it tells (TinyLM, HFCausalLM, or an `nn.Embedding` named `tok`), else None."
+    V = getattr(model, "vocab_size", None)
+    if V is None and isinstance(getattr(model, "tok", None), nn.Embedding):
+        V = model.tok.num_embeddings
+    return V if isinstance(V, (int, np.integer)) and not isinstance(V, bool) else None
+
+
+def _model_ids(model: nn.Module, ids, name: str = "ids") -> torch.Tensor:
+    "`_as_ids`, with every id in [0, vocabulary size) (an out-of-range id would alias or crash the embedding)."
+    t = _as_ids(ids, name)
+    V = _vocab(model)
+    if t.numel() and (t.min() < 0 or (V is not None and t.max() >= V)):
+        raise ValueError(f"{name} must hold token ids in [0, {V if V is not None else 'vocab'}), got "
+                         f"[{int(t.min())}, {int(t.max())}]")
+    return t
+
+
+def _model_ids_np(model: nn.Module, ids, name: str = "ids") -> np.ndarray:
+    "A 1-D int64 NumPy stream of token ids in [0, vocabulary size)."
+    if isinstance(ids, torch.Tensor):
+        ids = ids.detach().cpu().numpy()
+    V = _vocab(model)
+    return check_ids(name, ids, V if V is not None else 2**62, ndim=1)
+
+
 def _device(model: nn.Module) -> torch.device:
     p = next(model.parameters(), None)
     return p.device if p is not None else torch.device("cpu")
@@ -470,7 +542,7 @@ def _device(model: nn.Module) -> torch.device:
 @torch.no_grad()
 def causal_leak(model: nn.Module, ids, seed: int = 0) -> float:
     "Largest change of the logits at positions <= t when every token after t is resampled, over all cuts t."
-    ids = _as_ids(ids).to(_device(model))
+    ids = _model_ids(model, ids).to(_device(model))
     B, T = ids.shape
     if T < 2:
         raise ValueError("ids must hold at least 2 tokens per row")
@@ -487,12 +559,12 @@ def causal_leak(model: nn.Module, ids, seed: int = 0) -> float:
     return worst
 
 # %% ../nbs/02_tinylm.ipynb #947fc4ec
-def _check_schedule(step, horizon, warmup):
-    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
-        raise ValueError(f"step must be a non-negative integer, got {step!r}")
+def _check_schedule(step, horizon, warmup, peak=1.0, final=0.0):
+    check_int("step", step, 0)
     check_int("horizon", horizon, 1)
-    if isinstance(warmup, bool) or not isinstance(warmup, (int, np.integer)) or warmup < 0:
-        raise ValueError(f"warmup must be a non-negative integer, got {warmup!r}")
+    check_int("warmup", warmup, 0)
+    check_float("peak", peak)
+    check_float("final", final)
 
 
 def _warm(step, warmup) -> float:
@@ -501,13 +573,13 @@ def _warm(step, warmup) -> float:
 
 def constant_lr(step: int, horizon: int, peak: float = 1.0, warmup: int = 0) -> float:
     "`peak` after a linear warm-up of `warmup` steps."
-    _check_schedule(step, horizon, warmup)
+    _check_schedule(step, horizon, warmup, peak)
     return peak * _warm(step, warmup)
 
 
 def cosine_lr(step: int, horizon: int, peak: float = 1.0, warmup: int = 0, final: float = 0.0) -> float:
     "Cosine from `peak` at step 0 to `final` at step `horizon`, times a linear warm-up over the first `warmup` steps."
-    _check_schedule(step, horizon, warmup)
+    _check_schedule(step, horizon, warmup, peak, final)
     return _warm(step, warmup) * (final + (peak - final) * (0.5 * (1 + math.cos(math.pi * min(step, horizon) / horizon))))
 
 
@@ -518,17 +590,17 @@ _DECAYS = {"linear": lambda p: 1.0 - p, "cosine": lambda p: 0.5 * (1 + math.cos(
 def wsd_lr(step: int, horizon: int, peak: float = 1.0, warmup: int = 0, decay_frac: float = 0.2,
            final: float = 0.0, decay: str = "linear") -> float:
     "Warmup-stable-decay: linear warm-up, `peak`, then a `decay` ('linear', 'cosine', 'sqrt') to `final` over the last `decay_frac` of `horizon`."
-    _check_schedule(step, horizon, warmup)
-    if not 0 <= decay_frac <= 1:
-        raise ValueError(f"decay_frac must lie in [0, 1], got {decay_frac!r}")
-    if decay not in _DECAYS:
-        raise ValueError(f"decay must be one of {sorted(_DECAYS)}, got {decay!r}")
+    _check_schedule(step, horizon, warmup, peak, final)
+    decay_frac = check_prob("decay_frac", decay_frac)
+    check_choice("decay", decay, sorted(_DECAYS))
     D = int(round(decay_frac * horizon))
     if warmup > horizon - D:
         raise ValueError(f"warmup={warmup} must end before the decay starts at step {horizon - D}")
     start = horizon - D
     if step < start:
         return peak * _warm(step, warmup)
+    if D == 0:  # no decay phase (decay_frac * horizon rounds to 0): the schedule ends at `final`
+        return final
     return final + (peak - final) * _DECAYS[decay](min(step - start, D) / D)
 
 
@@ -550,6 +622,13 @@ def _windows(ids: np.ndarray, context: int, starts: np.ndarray) -> torch.Tensor:
 
 def lm_loss(model: nn.Module, batch: torch.Tensor, min_context: int = 1) -> torch.Tensor:
     "Mean next-token cross-entropy of `model` on windows `batch` (B, T+1), over predictions from >= `min_context` tokens."
+    if not isinstance(batch, torch.Tensor) or batch.ndim != 2 or batch.dtype.is_floating_point \
+            or batch.dtype.is_complex or batch.dtype == torch.bool:
+        raise ArgumentTypeError(f"batch must be a (B, T+1) integer tensor of token ids, got "
+                                f"{tuple(getattr(batch, 'shape', ()))} {getattr(batch, 'dtype', type(batch).__name__)}")
+    if batch.shape[0] < 1 or batch.shape[1] < 2:
+        raise ValueError(f"batch must hold at least one window of 2 tokens, got shape {tuple(batch.shape)}")
+    min_context = check_int("min_context", min_context, 1, batch.shape[1] - 1)
     logits = model(batch[:, :-1])
     if min_context > 1:
         logits, target = logits[:, min_context - 1:], batch[:, min_context:]
@@ -567,7 +646,14 @@ def _schedule(schedule, steps: int, warmup: int) -> Callable[[int], float]:
         return lambda s: f(s, steps, warmup=warmup)
     if not callable(schedule):
         raise TypeError(f"schedule must be a name or a function f(step, horizon), got {type(schedule).__name__}")
-    return lambda s: schedule(s, steps)
+
+    def checked(s):
+        m = schedule(s, steps)
+        try:
+            return check_float("schedule", m, 0.0)
+        except (TypeError, ValueError) as e:  # a NaN or negative multiplier would train to NaN
+            raise type(e)(f"{e} (the multiplier at step {s})") from None
+    return checked
 
 
 def train_lm(model: nn.Module, ids: np.ndarray, steps: int = 500, lr: float = 3e-3, batch_size: int = 32,
@@ -575,12 +661,17 @@ def train_lm(model: nn.Module, ids: np.ndarray, steps: int = 500, lr: float = 3e
              desc: str = "train", schedule="cosine", context: int | None = None) -> np.ndarray:
     "Train `model` on random windows of `ids`; returns the training loss of every step."
     seed = check_seed(seed)
-    ids = np.asarray(ids, dtype=np.int64)
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-        raise ValueError(f"steps must be a positive integer, got {steps!r}")
-    if not (math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    if not isinstance(model, nn.Module):
+        raise ArgumentTypeError(f"model must be a torch nn.Module, got {type(model).__name__}")
+    ids = _model_ids_np(model, ids)
+    steps = check_int("steps", steps, 1)
+    check_memory("steps", steps, 8)
+    lr = check_float("lr", lr, 0.0, open_min=True)
+    weight_decay = check_float("weight_decay", weight_decay, 0.0)
+    batch_size = check_int("batch_size", batch_size, 1)  # 0 would average over nothing: NaN losses
+    warmup = check_int("warmup", warmup, 0)
     T = _context(model, context)
+    check_memory("batch_size", batch_size * T * 4 * (_vocab(model) or 1), 4)  # logits, their softmax and grads
     if len(ids) < T + 2:
         raise ValueError(f"ids must hold more than context + 1 = {T + 1} characters")
     params = [p for p in (model.parameters() if params is None else params) if p.requires_grad]
@@ -608,8 +699,10 @@ def train_lm(model: nn.Module, ids: np.ndarray, steps: int = 500, lr: float = 3e
 def eval_loss(model: nn.Module, ids: np.ndarray, max_windows: int = 256, batch_size: int = 64,
               min_context: int = 1, context: int | None = None) -> float:
     "Mean next-token cross-entropy (nats) over up to `max_windows` non-overlapping windows of `ids`."
-    ids = np.asarray(ids, dtype=np.int64)
+    ids = _model_ids_np(model, ids)
+    max_windows, batch_size = check_int("max_windows", max_windows, 1), check_int("batch_size", batch_size, 1)
     T = _context(model, context)
+    check_memory("batch_size", min(batch_size, max_windows) * T * 3 * (_vocab(model) or 1), 4)
     n = min(max_windows, (len(ids) - 1) // T)
     if n < 1:
         raise ValueError(f"ids must hold more than context + 1 = {T + 1} characters")
@@ -630,7 +723,8 @@ def eval_loss(model: nn.Module, ids: np.ndarray, max_windows: int = 256, batch_s
 def perplexity(model: nn.Module, ids: np.ndarray, max_windows: int = 256, batch_size: int = 64,
                context: int | None = None) -> float:
     "exp(mean next-token cross-entropy) over up to `max_windows` non-overlapping windows of `ids`."
-    return float(math.exp(eval_loss(model, ids, max_windows, batch_size, context=context)))
+    loss = eval_loss(model, ids, max_windows, batch_size, context=context)
+    return math.exp(loss) if loss < 709.0 else math.inf  # math.exp overflows (OverflowError) past ~709.78
 
 # %% ../nbs/02_tinylm.ipynb #cfad89e9
 @dataclass
@@ -653,7 +747,7 @@ class Generation:
 @torch.no_grad()
 def token_logprobs(model: nn.Module, ids, context: int | None = None) -> torch.Tensor:
     "log p(ids[:, t] | ids[:, :t]) for t = 1..T-1, (B, T-1); beyond the context, from the last `context` tokens as in `generate`."
-    ids = _as_ids(ids).to(_device(model))
+    ids = _model_ids(model, ids).to(_device(model))
     if ids.shape[1] < 2:
         raise ValueError("ids must hold at least 2 tokens per row")
     C = _context(model, context)
@@ -673,16 +767,22 @@ def generate(model: nn.Module, prompts, max_new_tokens: int = 32, temperature: f
              stop_tokens: Sequence[int] = (), seed: int = 0, pad_id: int = 0,
              context: int | None = None) -> Generation:
     "Continue each prompt (B, T0) greedily (temperature 0) or by sampling; stop per row at a stop token."
-    prompts = _as_ids(prompts, "prompts")
+    prompts = _model_ids(model, prompts, "prompts")
     N = check_int("max_new_tokens", max_new_tokens, 1)
-    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature >= 0):
-        raise ValueError(f"temperature must be a number >= 0, got {temperature!r}")
+    temperature = check_float("temperature", temperature, 0.0)
     if prompts.shape[1] < 1:
         raise ValueError("prompts must hold at least one token per row")
     T = _context(model, context)
+    V = _vocab(model)
+    pad_id = check_int("pad_id", pad_id, -2**63, 2**63 - 1)  # any int64: a sentinel such as -1 is fine
+    check_memory("max_new_tokens", prompts.shape[0] * (N + prompts.shape[1]) * 4, 8)
     device = _device(model)
     g = torch.Generator().manual_seed(check_seed(seed))
-    stop = torch.tensor(sorted({int(s) for s in stop_tokens}), dtype=torch.long, device=device)
+    if isinstance(stop_tokens, (str, bytes)) or not hasattr(stop_tokens, "__iter__"):
+        raise ArgumentTypeError(f"stop_tokens must be a sequence of token ids, got {type(stop_tokens).__name__}")
+    stop = check_ids("stop_tokens", list(stop_tokens) if not isinstance(stop_tokens, np.ndarray) else stop_tokens,
+                     V if V is not None else 2**62, ndim=1)
+    stop = torch.tensor(sorted(set(stop.tolist())), dtype=torch.long, device=device)
     seq = prompts.to(device)
     B = seq.shape[0]
     tokens = torch.full((B, N), pad_id, dtype=torch.long, device=device)
@@ -696,7 +796,11 @@ def generate(model: nn.Module, prompts, max_new_tokens: int = 32, temperature: f
         if temperature == 0:
             nxt = logits.argmax(-1)
         else:
-            probs = torch.softmax(logits / temperature, -1)
+            z = logits / temperature
+            if not torch.isfinite(z).all():  # a tiny temperature overflows: shift first (softmax is shift-invariant)
+                z64 = logits.double()  # float64: a float32 temperature below ~1e-45 would be 0 (0/0 = NaN)
+                z = (z64 - z64.max(-1, keepdim=True).values) / temperature
+            probs = torch.softmax(z, -1)
             nxt = torch.multinomial(probs.cpu(), 1, generator=g).squeeze(1).to(device)
         lp = torch.log_softmax(logits, -1).gather(1, nxt[:, None]).squeeze(1)
         tokens[:, i] = torch.where(done, torch.full_like(nxt, pad_id), nxt)
@@ -758,6 +862,9 @@ def import_transformers(*names: str):
     try:
         with _without_repo_root():
             import transformers
+            missing = [n for n in names if not isinstance(n, str) or not hasattr(transformers, n)]
+            if missing:
+                raise ValueError(f"names: transformers has no attribute {missing[0]!r}")
             out = tuple(getattr(transformers, n) for n in names)
     except ImportError as e:
         raise ImportError(f"this needs transformers: pip install 'icml25nb[lm]' ({e})") from e
@@ -795,9 +902,8 @@ def _chain_loss(chain: MarkovChain, ids: np.ndarray, T: int, max_windows: int = 
 
 def benchmark(size: str = "default", repeat: int = 3) -> dict:
     "A 2-layer d=64 TinyLM trained on order-2 Markov text: validation loss vs the exact entropy floor, and wall time."
-    if size not in _BENCH:
-        raise ValueError(f"size must be one of {sorted(_BENCH)}, got {size!r}")
-    cfg, seeds = _BENCH[size], max(1, check_int("repeat", repeat, 0))
+    check_choice("size", size, sorted(_BENCH))
+    cfg, seeds = _BENCH[size], max(1, check_int("repeat", repeat, 0, 100))
     chain = markov_chain(16, 2, 0.5, seed=0)
     corpus = markov_corpus(chain, cfg["n_train"], 40_000, seed=0)
     T, floor = 16, chain.entropy_rate
