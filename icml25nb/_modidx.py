@@ -107,6 +107,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                                        'icml25nb/algorithms/hclust.py'),
                                             'icml25nb.algorithms.hclust._balanced': ( 'algorithms/hclust.html#_balanced',
                                                                                       'icml25nb/algorithms/hclust.py'),
+                                            'icml25nb.algorithms.hclust._check_oracle_args': ( 'algorithms/hclust.html#_check_oracle_args',
+                                                                                               'icml25nb/algorithms/hclust.py'),
                                             'icml25nb.algorithms.hclust._check_q': ( 'algorithms/hclust.html#_check_q',
                                                                                      'icml25nb/algorithms/hclust.py'),
                                             'icml25nb.algorithms.hclust._check_tree': ( 'algorithms/hclust.html#_check_tree',
