@@ -22,6 +22,7 @@ import time
 import numpy as np
 from numba import cuda, njit, prange
 
+from icml25nb.core import check_array, check_int
 from icml25nb.kernels._cuda import block_sum
 
 MAX_N = 12
@@ -31,10 +32,14 @@ __all__ = ["MAX_N", "adjacency_masks", "amo_count_ref", "amo_count_njit", "amo_c
 
 def adjacency_masks(n: int, edges) -> np.ndarray:
     "int64 bitmask of each vertex's neighbours, for vertices 0..n-1 and an iterable of (u, v) pairs."
-    if not 0 <= n <= MAX_N:
-        raise ValueError(f"brute force needs 0 <= n <= {MAX_N} vertices, got {n}")
+    n = check_int("n", n, 0, MAX_N)
+    e = check_array("edges", edges, dtype=np.int64)
+    if e.size == 0:
+        e = e.reshape(0, 2)
+    if e.ndim != 2 or e.shape[1] != 2:
+        raise ValueError(f"edges must be (u, v) pairs, an (E, 2) array, got shape {e.shape}")
     adj = np.zeros(n, dtype=np.int64)
-    for u, v in edges:
+    for u, v in e.tolist():
         if not (0 <= u < n and 0 <= v < n) or u == v:
             raise ValueError(f"edge ({u}, {v}) is not between two distinct vertices of 0..{n - 1}")
         adj[u] |= 1 << v
@@ -43,18 +48,18 @@ def adjacency_masks(n: int, edges) -> np.ndarray:
 
 
 def _check(adj) -> np.ndarray:
-    adj = np.ascontiguousarray(adj, dtype=np.int64)
-    n = adj.shape[0]
+    adj = check_array("adj", adj, dtype=np.int64)
+    n = adj.shape[0] if adj.ndim else 0
     if adj.ndim != 1 or n > MAX_N:
         raise ValueError(f"adj must be a 1-D int64 mask array of at most {MAX_N} vertices, got shape {adj.shape}")
     full = (1 << n) - 1
     for v in range(n):
         a = int(adj[v])
         if a & ~full or (a >> v) & 1:
-            raise ValueError(f"adjacency mask of vertex {v} has bits outside 0..{n - 1} or a self-loop")
+            raise ValueError(f"adj: the mask of vertex {v} has bits outside 0..{n - 1} or a self-loop")
         for u in range(n):
             if (a >> u) & 1 and not (int(adj[u]) >> v) & 1:
-                raise ValueError(f"adjacency is not symmetric: {v} -> {u} but not back")
+                raise ValueError(f"adj is not symmetric: {v} -> {u} but not back")
     return adj
 
 

@@ -46,6 +46,7 @@ import math
 import numpy as np
 from numba import cuda, njit
 
+from icml25nb.core import check_array
 from icml25nb.kernels._bench import best_time as _best_time
 
 __all__ = ["check_makespan_inputs", "makespan_ref", "makespan_njit", "makespan_cuda", "makespan_objgraph",
@@ -54,12 +55,10 @@ __all__ = ["check_makespan_inputs", "makespan_ref", "makespan_njit", "makespan_c
 
 def check_makespan_inputs(ptr, pred, slot, kind, dur, extra):
     "The six arrays validated and made contiguous (int64 / float64); a one-line ValueError naming the argument."
-    ptr = np.ascontiguousarray(ptr, dtype=np.int64)
-    pred = np.ascontiguousarray(pred, dtype=np.int64)
-    slot = np.ascontiguousarray(slot, dtype=np.int64)
-    kind = np.ascontiguousarray(kind, dtype=np.int64)
-    dur = np.ascontiguousarray(dur, dtype=np.float64)
-    extra = np.ascontiguousarray(extra, dtype=np.float64)
+    ptr, pred, slot, kind = (check_array(name, x, dtype=np.int64) for name, x in
+                             (("ptr", ptr), ("pred", pred), ("slot", slot), ("kind", kind)))
+    dur = check_array("dur", dur, finite=False)
+    extra = check_array("extra", extra, finite=False)
     if ptr.ndim != 1 or len(ptr) < 2 or ptr[0] != 0 or np.any(np.diff(ptr) < 0):
         raise ValueError("ptr must be a 1-D non-decreasing CSR pointer starting at 0 with at least one vertex")
     n = len(ptr) - 1
@@ -194,12 +193,19 @@ def makespan_objgraph(ptr, pred, slot, kind, dur, extra):
             graph[("op", v)].append(("sink", d[kind[v]]))
         order, seen = [], set()
 
-        def visit(node):
+        def visit(node):  # depth-first post-order, on an explicit stack (a recursion fails on a long chain)
             seen.add(node)
-            for nxt, _ in graph[node]:
-                if nxt not in seen:
-                    visit(nxt)
-            order.append(node)
+            stack = [(node, iter(graph[node]))]
+            while stack:
+                cur, it = stack[-1]
+                for nxt, _ in it:
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        stack.append((nxt, iter(graph[nxt])))
+                        break
+                else:
+                    stack.pop()
+                    order.append(cur)
 
         for node in graph:
             if node not in seen:

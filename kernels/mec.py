@@ -47,15 +47,24 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-__all__ = ["count_amo_ref", "count_amo", "count_amo_graph", "count_amo_residues", "primes_for", "random_chordal_edges",
+from icml25nb.core import check_int
+
+__all__ = ["MAX_N", "count_amo_ref", "count_amo", "count_amo_graph", "count_amo_residues", "primes_for", "random_chordal_edges",
            "benchmark"]
 
 
 
 # ----------------------------------------------------------------------------------------------------------- inputs
+#: the most vertices `count_amo` takes: its setup (n! modulo about n log2(n) / 35 primes, a Python loop) costs
+#: seconds at n = 4096 and grows as n^2 log n; a larger n is refused up front, naming it
+MAX_N = 4096
+
+
 def _check_edges(n, edges) -> tuple[int, np.ndarray]:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n must be a non-negative integer, got {n!r}")
+    if n > MAX_N:
+        raise ValueError(f"n must be at most MAX_N = {MAX_N} (the setup grows as n^2 log n), got {n}")
     n = int(n)
     e = np.asarray(edges)
     if e.size == 0:
@@ -224,6 +233,8 @@ def random_chordal_edges(n: int, n_cliques: int, seed: int = 0, max_subtree: int
     tests check it): a random host tree on k = min(n_cliques, n) nodes, every vertex a random subtree of it (sizes
     uniform in 1..`max_subtree`, the first k - 1 vertices spanning one host edge each), two vertices adjacent iff
     their subtrees meet, labels shuffled. For the benchmark, which must not import the chapter."""
+    n, n_cliques = check_int("n", n, 1, MAX_N), check_int("n_cliques", n_cliques, 1)
+    seed, max_subtree = check_int("seed", seed, 0, 2**63 - 1), check_int("max_subtree", max_subtree, 1)
     rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(21,)))
     k = min(int(n_cliques), int(n))
     parent = [-1] + [int(rng.integers(0, j)) for j in range(1, k)]
