@@ -41,7 +41,7 @@ def adjacency_masks(n: int, edges) -> np.ndarray:
     adj = np.zeros(n, dtype=np.int64)
     for u, v in e.tolist():
         if not (0 <= u < n and 0 <= v < n) or u == v:
-            raise ValueError(f"edge ({u}, {v}) is not between two distinct vertices of 0..{n - 1}")
+            raise ValueError(f"edges: ({u}, {v}) is not between two distinct vertices of 0..{n - 1}")
         adj[u] |= 1 << v
         adj[v] |= 1 << u
     return adj

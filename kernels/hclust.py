@@ -38,11 +38,21 @@ __all__ = ["oracle_answer_ref", "count_votes_ref", "count_votes", "count_votes_c
            "merge_costs_ref", "merge_costs", "merge_costs_cuda", "weights_defect", "benchmark"]
 
 
-def _check_votes(S, pairs, witnesses, p, seed):
-    S = check_array("S", S, ndim=2, dtype=np.int64)
-    n = S.shape[0]
-    if S.shape != (n, n) or n < 3:
+def _check_S(S) -> np.ndarray:
+    """S as a C-contiguous int64 square matrix (n >= 3). An int64 array is taken as it is (no pass over its n^2
+    entries: the callers query it many times; any int64 value is a valid size to compare)."""
+    if isinstance(S, np.ndarray) and S.dtype == np.int64:
+        S = np.ascontiguousarray(S)
+    else:
+        S = check_array("S", S, dtype=np.int64)
+    if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] < 3:
         raise ValueError(f"S must be a square matrix of LCA sizes with n >= 3, got shape {S.shape}")
+    return S
+
+
+def _check_votes(S, pairs, witnesses, p, seed):
+    S = _check_S(S)
+    n = S.shape[0]
     pairs = check_ids("pairs", pairs, n, ndim=2)
     if pairs.shape[1] != 2:
         raise ValueError(f"pairs must have shape (P, 2), got {pairs.shape}")
@@ -56,17 +66,22 @@ def _check_votes(S, pairs, witnesses, p, seed):
 
 def oracle_answer_ref(S, u, v, w, p: float, seed: int) -> np.ndarray:
     "The oracle's answers (vectorised over arrays u, v, w): the vertex of each triplet that splits away first."
-    S = check_array("S", S, ndim=2, dtype=np.int64)
+    S = _check_S(S)
     n = S.shape[0]
-    if S.shape != (n, n) or n < 3:
-        raise ValueError(f"S must be a square matrix of LCA sizes with n >= 3, got shape {S.shape}")
     u, v, w = (check_ids(name, x, n) for name, x in (("u", u), ("v", v), ("w", w)))
     try:
         u, v, w = np.broadcast_arrays(u, v, w)
     except ValueError:
         raise ValueError(f"u, v and w must have broadcastable shapes, got {u.shape}, {v.shape}, {w.shape}") from None
-    p = check_float("p", p, 0.0, 1.0)
-    seed = check_int("seed", seed, 0, 2**64 - 1)
+    if ((u == v) | (u == w) | (v == w)).any():
+        raise ValueError("u, v and w must be three distinct vertices in every triplet")
+    return _answers(S, u, v, w, check_float("p", p, 0.0, 1.0), check_int("seed", seed, 0, 2**64 - 1))
+
+
+def _answers(S, u, v, w, p, seed):
+    """`oracle_answer_ref` on checked arguments (int64 ids in range, broadcast; a triplet that is not distinct gets
+    an answer that `count_votes_ref` masks)."""
+    n = S.shape[0]
     suv, suw, svw = S[u, v], S[u, w], S[v, w]
     truth = np.where(suv < np.minimum(suw, svw), w, np.where(suw < svw, v, u))
     a, c = np.minimum(np.minimum(u, v), w), np.maximum(np.maximum(u, v), w)
@@ -85,7 +100,7 @@ def count_votes_ref(S, pairs, witnesses, p: float, seed: int) -> np.ndarray:
     S, pairs, witnesses, p, seed = _check_votes(S, pairs, witnesses, p, seed)
     u = np.broadcast_to(pairs[:, :1], witnesses.shape)
     v = np.broadcast_to(pairs[:, 1:], witnesses.shape)
-    ans = oracle_answer_ref(S, u, v, witnesses, p, seed)
+    ans = _answers(S, u, v, witnesses, p, seed)
     valid = (witnesses != u) & (witnesses != v)
     return ((ans == witnesses) & valid).sum(axis=1).astype(np.int64)
 

@@ -218,7 +218,7 @@ def count_amo_ref(n, edges) -> int:
         if not (0 <= u < n and 0 <= v < n):
             raise ValueError(f"edges must join vertices of 0..{n - 1}, got {(u, v)}")
         if u == v:
-            raise ValueError(f"the graph has a self-loop at vertex {u}")
+            raise ValueError(f"edges hold a self-loop at vertex {u}")
         adj[u] |= 1 << v
         adj[v] |= 1 << u
     memo, total = {}, 1
@@ -923,7 +923,7 @@ def _raise(n, e, wit):
     if wit[0] == -2:
         raise ValueError(f"edges must join vertices of 0..{n - 1}, got {tuple(e[wit[1]].tolist())}")
     if wit[0] == -3:
-        raise ValueError(f"the graph has a self-loop at vertex {int(wit[1])}")
+        raise ValueError(f"edges hold a self-loop at vertex {int(wit[1])}")
     raise ValueError(f"the graph is not chordal: {int(wit[0])} and {int(wit[1])} are both earlier neighbours of "
                      f"{int(wit[2])} in maximum cardinality search but not adjacent")
 

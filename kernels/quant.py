@@ -92,9 +92,11 @@ def _check_packed(packed, absmax, n: int, blocksize: int) -> tuple[np.ndarray, n
     packed = np.ascontiguousarray(np.asarray(packed)).ravel()
     absmax = check_array("absmax", absmax, dtype=np.float32).ravel()
     if packed.dtype != np.uint8 or packed.size != (n + 1) // 2:
-        raise ValueError(f"packed must hold {(n + 1) // 2} uint8 codes for n={n}, got {packed.size} {packed.dtype}")
+        raise ValueError(f"packed must hold {(n + 1) // 2} uint8 codes for shape's n={n} values, got {packed.size} "
+                         f"{packed.dtype}")
     if absmax.size != -(-n // blocksize):
-        raise ValueError(f"absmax must hold {-(-n // blocksize)} block scales, got {absmax.size}")
+        raise ValueError(f"absmax must hold {-(-n // blocksize)} block scales for shape's n={n} values and blocksize "
+                         f"{blocksize}, got {absmax.size}")
     return packed, absmax
 
 

@@ -194,7 +194,7 @@ class SplittingOracle:
         except ValueError:
             raise ValueError(f"u, v and w must have broadcastable shapes, got {[a.shape for a in out]}") from None
         if ((u == v) | (u == w) | (v == w)).any():
-            raise ValueError("a triplet needs three distinct vertices")
+            raise ValueError("u, v and w must be three distinct vertices: a triplet needs three")
         return u, v, w
 
     def query_many(self, u, v, w) -> np.ndarray:
