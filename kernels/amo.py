@@ -23,6 +23,7 @@ import numpy as np
 from numba import cuda, njit, prange
 
 from icml25nb.core import check_array, check_int
+from icml25nb.kernels._bench import race as _race
 from icml25nb.kernels._cuda import block_sum
 
 MAX_N = 12
@@ -33,6 +34,11 @@ __all__ = ["MAX_N", "adjacency_masks", "amo_count_ref", "amo_count_njit", "amo_c
 def adjacency_masks(n: int, edges) -> np.ndarray:
     "int64 bitmask of each vertex's neighbours, for vertices 0..n-1 and an iterable of (u, v) pairs."
     n = check_int("n", n, 0, MAX_N)
+    if not isinstance(edges, np.ndarray):  # any iterable of pairs (a generator, a list, networkx's edge view)
+        try:
+            edges = list(edges)
+        except TypeError:
+            raise TypeError(f"edges must be an iterable of (u, v) pairs, got {type(edges).__name__}") from None
     e = check_array("edges", edges, dtype=np.int64)
     if e.size == 0:
         e = e.reshape(0, 2)
@@ -211,7 +217,16 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
             values[name] = fn(adj)
             best = min(best, time.perf_counter() - t0)
         secs[name] = best
+    # the public function a user calls (the MEC chapter's brute force on a networkx graph), raced with the kernel
+    import networkx as nx
+    from icml25nb.causal.mec import count_amo_bruteforce
+    G = nx.complete_graph(n)
+    best = _race({"njit": lambda: amo_count_njit(adj), "public": lambda: count_amo_bruteforce(G)}, max(repeat, 1))
+    secs["njit (canonical orders)"] = best["njit"]
+    secs["public: icml25nb.causal.mec.count_amo_bruteforce (networkx graph in)"] = best["public"]
+    values["public: icml25nb.causal.mec.count_amo_bruteforce (networkx graph in)"] = count_amo_bruteforce(G)
     return {"kernel": "amo", "task": f"brute-force count of the acyclic moral orientations of K_{n} "
             f"({math.factorial(n)} permutations); {numba.get_num_threads()} numba thread(s)", "seconds": secs,
             "values": values, "reference": "python reference (distinct orientations)",
-            "both equal n!": all(v == math.factorial(n) for v in values.values())}
+            "both equal n!": all(v == math.factorial(n) for v in values.values()),
+            "ratios": {"public / njit": best["public"] / best["njit"]}}

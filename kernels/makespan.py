@@ -47,7 +47,7 @@ import numpy as np
 from numba import cuda, njit
 
 from icml25nb.core import check_array
-from icml25nb.kernels._bench import best_time as _best_time
+from icml25nb.kernels._bench import best_time as _best_time, race as _race
 
 __all__ = ["check_makespan_inputs", "makespan_ref", "makespan_njit", "makespan_cuda", "makespan_objgraph",
            "schedule_dag", "random_plan_weights", "benchmark"]
@@ -341,6 +341,22 @@ def benchmark(size: str = "default", repeat: int = 3, inputs: tuple | None = Non
     rows["NumPy reference (vectorised over plans)"] = _best_time(lambda: makespan_ref(*args, dur, extra),
                                                                  min(repeat, 1))
     rows["njit"] = _best_time(lambda: makespan_njit(*args, dur, extra), repeat)
+    if inputs is None:
+        # the public function a user calls: the pipeline chapter's evaluate_plans (plan weights from a profile and
+        # the splits, this kernel, the plans' peak memory), raced with the kernel on the same plans
+        from icml25nb.efficient import pipeline as PL
+        prof = PL.synthetic_profile("transformer", 48, 0)
+        tpl = PL.schedule_template("1f1b", S, S, B)
+        g = np.random.default_rng(2)
+        splits = np.sort(np.stack([g.choice(np.arange(1, prof.n), S - 1, replace=False) for _ in range(n_plans)]), 1)
+        pd, pe = PL.plan_weights(prof, splits, tpl)
+        targs = (tpl.ptr, tpl.pred, tpl.slot, tpl.kind)
+        best = _race({"njit": lambda: makespan_njit(*targs, pd, pe),
+                      "public": lambda: PL.evaluate_plans(prof, splits, tpl)}, max(repeat, 1))
+        rows["njit, the chapter's transformer plans"] = best["njit"]
+        rows["public: icml25nb.efficient.pipeline.evaluate_plans (weights + kernel + memory)"] = best["public"]
+        values["public evaluate_plans equals njit"] = bool(np.array_equal(PL.evaluate_plans(prof, splits, tpl)[0],
+                                                                         makespan_njit(*targs, pd, pe)))
     got = makespan_njit(*args, dur, extra)
     values["max |njit - reference|, all plans"] = float(np.abs(got - makespan_ref(*args, dur, extra)).max())
     values["max |object graph - reference|"] = float(np.abs(makespan_objgraph(*args, *few) - ref_few).max())
@@ -351,7 +367,10 @@ def benchmark(size: str = "default", repeat: int = 3, inputs: tuple | None = Non
         rows["cuda (one thread per plan, with transfers)"] = _best_time(lambda: makespan_cuda(*args, dur, extra),
                                                                         repeat)
         values["max |cuda - reference|"] = float(np.abs(makespan_cuda(*args, dur, extra) - got).max())
-    ratios = {f"njit vs {k}": rows[k] / rows["njit"] for k in rows if k != "njit"}
+    ratios = {f"njit vs {k}": rows[k] / rows["njit"] for k in rows if k != "njit" and not k.startswith(("njit, t",
+                                                                                                     "public"))}
+    if inputs is None:
+        ratios["public evaluate_plans / njit, the chapter's transformer plans"] = best["public"] / best["njit"]
     return {"kernel": "makespan", "task": f"{n_plans} candidate plans of 8 stages, 1F1B, 32 micro-batches ({label})",
             "seconds": rows, "reference": "NumPy reference (vectorised over plans)", "values": values,
             "ratios": ratios}

@@ -51,7 +51,7 @@ import time
 import numba
 import numpy as np
 from icml25nb.core import check_array, check_int
-from icml25nb.kernels._bench import best_time as _best_time
+from icml25nb.kernels._bench import best_time as _best_time, race as _bench_race
 from numba import cuda, float64, njit, prange
 
 __all__ = [
@@ -1268,6 +1268,27 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
                 nj / rows[f"d={d} N={N}: np.matmul(X, Hinv) alone"]
     task = (f"seconds per lockstep round of R={R} replicas, K={K}, T={T} rounds, d in {ds}, N in {Ns}, "
             f"{numba.get_num_threads()} numba thread(s)")
+    # the public function a user calls: the chapter's agent (OFUMNLpp: select = scores + exact assortment, update =
+    # this kernel's step), one replica for T rounds, raced with the kernels' rounds on one replica
+    from icml25nb.bandits.mnl import OFUMNLpp
+    d0, N0 = ds[0], Ns[0]
+    X1, rr, lam0 = _contexts(np.random.default_rng(7), 1, N0, d0), np.ones(N0), d0 * eta
+
+    def kernel_rounds():
+        th, H, Hi = np.zeros((1, d0)), lam0 * np.eye(d0)[None], np.eye(d0)[None] / lam0
+        for _ in range(T):
+            bandit_round(X1, th, H, Hi, K, beta, eta, B, lambda XS: np.zeros(1, np.int64))
+
+    def public_rounds():
+        agent = OFUMNLpp(d0, K, B=B, eta=eta, lam=lam0)
+        for _ in range(T):
+            S = agent.select(X1[0], rr)
+            agent.update(X1[0][S], 0)
+
+    best = _bench_race({"njit": kernel_rounds, "public": public_rounds}, max(repeat, 1))
+    rows[f"d={d0} N={N0}: njit kernels, 1 replica"] = best["njit"] / T
+    rows[f"d={d0} N={N0}: public OFUMNLpp.select + update, 1 replica"] = best["public"] / T
+    ratios[f"d={d0} N={N0}: public agent / njit kernels, 1 replica"] = best["public"] / best["njit"]
     return {"kernel": "mnl", "task": task, "seconds": rows, "reference": f"d={ds[0]} N={Ns[0]}: straightforward numpy",
             "values": values, "ratios": ratios, "assortments agree": agree,
             "max |theta difference| after T rounds": max_dtheta, "projection active": active,

@@ -961,7 +961,17 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     enc = encode_rows(W, bs, bits, thr)
     decode_rows(*enc, bits, lev, bs)
     secs["njit, mixed 1/2/4-bit rows, encode"] = _best_time(lambda: encode_rows(W, bs, bits, thr), repeat)
-    secs["njit, mixed 1/2/4-bit rows, decode"] = _best_time(lambda: decode_rows(*enc, bits, lev, bs), repeat)
+    # the public function a user calls: the LowRA chapter's dequantize(QuantizedTensor) (checks, then this
+    # kernel), raced with the kernel on the same codes
+    from icml25nb.efficient.lowra import QuantizedTensor, dequantize
+    qt = QuantizedTensor(tuple(W.shape), bs, bits.astype(np.int64), lev, *enc, "greedy", 7 / 3)
+    best = _bench_race({"njit": lambda: decode_rows(*enc, bits, lev, bs), "public": lambda: dequantize(qt)},
+                       max(repeat, 1))
+    secs["njit, mixed 1/2/4-bit rows, decode"] = best["njit"]
+    secs["public: icml25nb.efficient.lowra.dequantize, mixed 1/2/4-bit rows"] = best["public"]
+    ratios["public lowra.dequantize / njit decode_rows"] = best["public"] / best["njit"]
+    values["public lowra.dequantize equals decode_rows"] = bool(np.array_equal(dequantize(qt),
+                                                                               decode_rows(*enc, bits, lev, bs)))
     ratios["mixed-width decode time / NF4 dequantize time"] = (secs["njit, mixed 1/2/4-bit rows, decode"]
                                                                / secs[names["d"]])
     if identical is not None:
