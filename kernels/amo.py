@@ -33,7 +33,9 @@ __all__ = ["MAX_N", "adjacency_masks", "amo_count_ref", "amo_count_njit", "amo_c
 
 def adjacency_masks(n: int, edges) -> np.ndarray:
     "int64 bitmask of each vertex's neighbours, for vertices 0..n-1 and an iterable of (u, v) pairs."
-    n = check_int("n", n, 0, MAX_N)
+    n = check_int("n", n, None)
+    if not 0 <= n <= MAX_N:
+        raise ValueError(f"brute force needs 0 <= n <= {MAX_N} vertices, got n={n}")
     if not isinstance(edges, np.ndarray):  # any iterable of pairs (a generator, a list, networkx's edge view)
         try:
             edges = list(edges)
