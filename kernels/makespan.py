@@ -46,7 +46,7 @@ import math
 import numpy as np
 from numba import cuda, njit
 
-from icml25nb.core import check_array
+from icml25nb.core import check_array, check_int, check_memory
 from icml25nb.kernels._bench import best_time as _best_time, race as _race
 
 __all__ = ["check_makespan_inputs", "makespan_ref", "makespan_njit", "makespan_cuda", "makespan_objgraph",
@@ -243,6 +243,8 @@ def schedule_dag(n_stages: int, n_micro: int, all_pairs: bool = True) -> tuple:
     between neighbours, and the optimizer step of each device before the sink (the last columns). Returns
     (ptr, pred, slot, kind, n_extra); `kind`: forward of stage s is column s, its backward S + s, the sink 2S. The
     pipeline chapter builds the same DAG for any schedule (`icml25nb.efficient.pipeline.schedule_template`)."""
+    n_stages, n_micro = check_int("n_stages", n_stages, 1, 1024), check_int("n_micro", n_micro, 1, 1 << 16)
+    check_memory("n_micro", 2.0 * n_stages * n_micro * (n_stages + 4), 8)  # vertices x (transfer) edges
     S, B = int(n_stages), int(n_micro)
     if S < 1 or B < 1:
         raise ValueError(f"n_stages and n_micro must be at least 1, got {n_stages}, {n_micro}")
@@ -300,6 +302,9 @@ def schedule_dag(n_stages: int, n_micro: int, all_pairs: bool = True) -> tuple:
 def random_plan_weights(n_stages: int, n_extra: int, n_plans: int, seed: int = 0, all_pairs: bool = True) -> tuple:
     """`dur` and `extra` of `n_plans` random plans for `schedule_dag`: lognormal stage times (backward 2x forward),
     transfers between neighbouring stages, the other pairs switched off (-inf) as a chain's split leaves them."""
+    n_stages, n_extra = check_int("n_stages", n_stages, 1, 1024), check_int("n_extra", n_extra, 0)
+    n_plans, seed = check_int("n_plans", n_plans, 0), check_int("seed", seed, 0, 2**63 - 1)
+    check_memory("n_plans", float(n_plans) * (3 * n_stages + 1 + n_extra), 8)
     rng = np.random.default_rng(seed)
     S, P = int(n_stages), int(n_plans)
     fwd = rng.lognormal(np.log(4e-3), 0.5, (P, S))

@@ -410,6 +410,11 @@ def test_makespan_refuses_hostile_input():
             "kind": [kind + 0.5, kind[:-1], kind + 99, -kind - 1],
             "dur": [np.full_like(dur, np.nan), -dur, dur[:, :1], dur[0], "abc"],
             "extra": [np.full_like(extra, np.nan), np.full_like(extra, np.inf), extra[:2], "abc"]})
+    # before: schedule_dag(10**9, 2) ran for minutes, random_plan_weights(8, 10, 10**12) tried to allocate terabytes
+    cnt += refuses_each(MS.schedule_dag, dict(n_stages=2, n_micro=2), {"n_stages": [0, 10**9, 2.5, "2"],
+                                                                       "n_micro": [0, *HUGE_SIZES, None]})
+    cnt += refuses_each(MS.random_plan_weights, dict(n_stages=2, n_extra=3, n_plans=2), {
+        "n_plans": [-1, *HUGE_SIZES, 1.5], "n_stages": [0, "2"], "n_extra": [-1], "seed": [-1, 0.5]})
     assert cnt >= 100
 
 
