@@ -22,6 +22,8 @@ import time
 import numpy as np
 from numba import cuda, njit, prange
 
+from icml25nb.core import check_array, check_int
+from icml25nb.kernels._bench import race as _race
 from icml25nb.kernels._cuda import block_sum
 
 MAX_N = 12
@@ -31,30 +33,41 @@ __all__ = ["MAX_N", "adjacency_masks", "amo_count_ref", "amo_count_njit", "amo_c
 
 def adjacency_masks(n: int, edges) -> np.ndarray:
     "int64 bitmask of each vertex's neighbours, for vertices 0..n-1 and an iterable of (u, v) pairs."
+    n = check_int("n", n, None)
     if not 0 <= n <= MAX_N:
-        raise ValueError(f"brute force needs 0 <= n <= {MAX_N} vertices, got {n}")
+        raise ValueError(f"brute force needs 0 <= n <= {MAX_N} vertices, got n={n}")
+    if not isinstance(edges, np.ndarray):  # any iterable of pairs (a generator, a list, networkx's edge view)
+        try:
+            edges = list(edges)
+        except TypeError:
+            raise TypeError(f"edges must be an iterable of (u, v) pairs, got {type(edges).__name__}") from None
+    e = check_array("edges", edges, dtype=np.int64)
+    if e.size == 0:
+        e = e.reshape(0, 2)
+    if e.ndim != 2 or e.shape[1] != 2:
+        raise ValueError(f"edges must be (u, v) pairs, an (E, 2) array, got shape {e.shape}")
     adj = np.zeros(n, dtype=np.int64)
-    for u, v in edges:
+    for u, v in e.tolist():
         if not (0 <= u < n and 0 <= v < n) or u == v:
-            raise ValueError(f"edge ({u}, {v}) is not between two distinct vertices of 0..{n - 1}")
+            raise ValueError(f"edges: ({u}, {v}) is not between two distinct vertices of 0..{n - 1}")
         adj[u] |= 1 << v
         adj[v] |= 1 << u
     return adj
 
 
 def _check(adj) -> np.ndarray:
-    adj = np.ascontiguousarray(adj, dtype=np.int64)
-    n = adj.shape[0]
+    adj = check_array("adj", adj, dtype=np.int64)
+    n = adj.shape[0] if adj.ndim else 0
     if adj.ndim != 1 or n > MAX_N:
         raise ValueError(f"adj must be a 1-D int64 mask array of at most {MAX_N} vertices, got shape {adj.shape}")
     full = (1 << n) - 1
     for v in range(n):
         a = int(adj[v])
         if a & ~full or (a >> v) & 1:
-            raise ValueError(f"adjacency mask of vertex {v} has bits outside 0..{n - 1} or a self-loop")
+            raise ValueError(f"adj: the mask of vertex {v} has bits outside 0..{n - 1} or a self-loop")
         for u in range(n):
             if (a >> u) & 1 and not (int(adj[u]) >> v) & 1:
-                raise ValueError(f"adjacency is not symmetric: {v} -> {u} but not back")
+                raise ValueError(f"adj is not symmetric: {v} -> {u} but not back")
     return adj
 
 
@@ -206,7 +219,16 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
             values[name] = fn(adj)
             best = min(best, time.perf_counter() - t0)
         secs[name] = best
+    # the public function a user calls (the MEC chapter's brute force on a networkx graph), raced with the kernel
+    import networkx as nx
+    from icml25nb.causal.mec import count_amo_bruteforce
+    G = nx.complete_graph(n)
+    best = _race({"njit": lambda: amo_count_njit(adj), "public": lambda: count_amo_bruteforce(G)}, max(repeat, 1))
+    secs["njit (canonical orders)"] = best["njit"]
+    secs["public: icml25nb.causal.mec.count_amo_bruteforce (networkx graph in)"] = best["public"]
+    values["public: icml25nb.causal.mec.count_amo_bruteforce (networkx graph in)"] = count_amo_bruteforce(G)
     return {"kernel": "amo", "task": f"brute-force count of the acyclic moral orientations of K_{n} "
             f"({math.factorial(n)} permutations); {numba.get_num_threads()} numba thread(s)", "seconds": secs,
             "values": values, "reference": "python reference (distinct orientations)",
-            "both equal n!": all(v == math.factorial(n) for v in values.values())}
+            "both equal n!": all(v == math.factorial(n) for v in values.values()),
+            "ratios": {"public / njit": best["public"] / best["njit"]}}

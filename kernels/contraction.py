@@ -34,13 +34,14 @@ import math
 import time
 
 import numpy as np
-from icml25nb.kernels._bench import best_time as _best_time
+from icml25nb.core import check_array, check_float, check_ids, check_int, check_memory
+from icml25nb.kernels._bench import best_time as _best_time, race as _race
 from numba import cuda, njit, prange
 
 from . import rng
 
-__all__ = ["phase_rates", "trial_ref", "trials_ref", "trials_njit", "trial_side_njit", "trials_cuda",
-           "karger_stein_njit", "cut_value", "benchmark"]
+__all__ = ["phase_rates", "check_contraction_inputs", "trial_ref", "trials_ref", "trials_njit", "trial_side_njit",
+           "trials_cuda", "karger_stein_njit", "cut_value", "benchmark"]
 
 _TIER_BIT = np.uint64(1) << np.uint64(63)
 _ZERO_RATE_KEY = np.uint64(0xFFFFFFFFFFFFFFFF)  # sorts after everything: rate-0 edges are never contracted
@@ -52,7 +53,14 @@ MAX_FINITE_BOOST = 1e200  # larger boosts are the infinite boost: their clocks w
 
 def phase_rates(w: np.ndarray, predicted: np.ndarray | None = None, boost: float = math.inf):
     "(r1, tier1, r2): phase-1 rates (edges predicted NOT in the cut boosted by `boost`), tiers, phase-2 rates."
-    w = np.asarray(w, dtype=np.float64)
+    w = check_array("w", w, ndim=1, minimum=0.0)
+    boost = check_float("boost", boost, 1.0, finite=False)
+    if predicted is not None:
+        predicted = np.asarray(predicted)
+        if predicted.dtype != bool and not (predicted.dtype.kind in "iu" and np.isin(predicted, (0, 1)).all()):
+            raise ValueError(f"predicted must be a boolean mask, got dtype {predicted.dtype}")
+        if predicted.shape != w.shape:
+            raise ValueError(f"predicted must have shape {w.shape}, one entry per edge, got {predicted.shape}")
     if boost > MAX_FINITE_BOOST:
         boost = math.inf
     r2 = w.copy()
@@ -64,6 +72,39 @@ def phase_rates(w: np.ndarray, predicted: np.ndarray | None = None, boost: float
         tier1[predicted] = 1  # lexicographic limit of an infinite boost
         return r2.copy(), tier1, r2
     return np.where(predicted, w, boost * w), tier1, r2
+
+
+def check_contraction_inputs(n, src, dst, w, r1, tier1, r2, t, seed):
+    """The shared inputs validated and converted as the kernels take them: (n int64, src, dst int64, w, r1 float64,
+    tier1 uint8, r2 float64, t int64, seed uint64); a one-line ValueError/TypeError naming the argument otherwise.
+
+    n >= 2 nodes (and scratch that fits), src/dst node ids in [0, n) of one length m, w/r1/r2 finite and >= 0 with m
+    entries, tier1 0 or 1, t an integer >= 0, seed an integer in [0, 2**64)."""
+    n = check_int("n", n, 2, 2**62)
+    check_memory("n", 4.0 * n, 8)  # a trial's union-find parents, sizes and side mask
+    src = check_ids("src", src, n, ndim=1)
+    m = len(src)
+    dst = check_ids("dst", dst, n, ndim=1)
+    if dst.shape != (m,):
+        raise ValueError(f"dst must have shape ({m},) like src, got {dst.shape}")
+    arrs = []
+    for name, a in (("w", w), ("r1", r1), ("r2", r2)):
+        a = check_array(name, a, ndim=1, minimum=0.0)
+        if a.shape != (m,):
+            raise ValueError(f"{name} must have shape ({m},), one entry per edge, got {a.shape}")
+        arrs.append(a)
+    tier1 = check_array("tier1", tier1, ndim=1, dtype=np.uint8, minimum=0, maximum=1)
+    if tier1.shape != (m,):
+        raise ValueError(f"tier1 must have shape ({m},), one entry per edge, got {tier1.shape}")
+    t = check_int("t", t, 0, 2**62)
+    seed = check_int("seed", seed, 0, 2**64 - 1)
+    w, r1, r2 = arrs
+    return np.int64(n), src, dst, w, r1, tier1, r2, np.int64(t), np.uint64(seed)
+
+
+def _check_ids64(name: str, ids, ndim=1) -> np.ndarray:
+    "Trial or run ids as a contiguous uint64 array (integers in [0, 2**64))."
+    return check_array(name, ids, ndim=ndim, dtype=np.uint64, contiguous=ndim != 0)
 
 
 # --- NumPy / Python reference ------------------------------------------------------------------------------
@@ -106,6 +147,9 @@ def _find_ref(parent, x):
 
 def trial_ref(n, src, dst, w, r1, tier1, r2, t, seed, trial):
     "One contraction trial, readable version: (cut value, side mask of node 0's side)."
+    n, src, dst, w, r1, tier1, r2, t, seed = check_contraction_inputs(n, src, dst, w, r1, tier1, r2, t, seed)
+    trial = int(_check_ids64("trial", trial, ndim=0))
+    n, t = int(n), int(t)
     m = len(src)
     key = rng.stream_key_ref(np.uint64(seed), np.uint64(trial))
     parent = list(range(n))
@@ -147,13 +191,24 @@ def trial_ref(n, src, dst, w, r1, tier1, r2, t, seed, trial):
 
 def trials_ref(n, src, dst, w, r1, tier1, r2, t, seed, trial_ids):
     "Cut values of the trials `trial_ids` (reference)."
+    trial_ids = _check_ids64("trial_ids", trial_ids)
     return np.array([trial_ref(n, src, dst, w, r1, tier1, r2, t, seed, i)[0] for i in trial_ids])
 
 
 def cut_value(src, dst, w, side) -> float:
     "Total weight of the edges with one end on each side."
-    side = np.asarray(side, dtype=bool)
-    return float(np.sum(np.asarray(w)[side[src] != side[dst]]))
+    side = np.asarray(side)
+    if side.ndim != 1 or side.dtype != bool:
+        raise ValueError(f"side must be a 1-D boolean mask over the nodes, got shape {side.shape} dtype {side.dtype}")
+    src, dst = check_array("src", src, ndim=1, dtype=np.int64), check_array("dst", dst, ndim=1, dtype=np.int64)
+    for name, a in (("src", src), ("dst", dst)):
+        if a.size and (a.min() < 0 or a.max() >= len(side)):
+            raise ValueError(f"{name} must hold node ids in [0, {len(side)}) (side has one entry per node), "
+                             f"got [{a.min()}, {a.max()}]")
+    w = check_array("w", w, ndim=1)
+    if not src.shape == dst.shape == w.shape:
+        raise ValueError(f"src, dst and w must have one entry per edge, got shapes {src.shape}, {dst.shape}, {w.shape}")
+    return float(np.sum(w[side[src] != side[dst]]))
 
 
 # scratch of one trial's sorts: 8 x 256 radix histograms, then up to 2049 bucket starts of the lazy bucket sort
@@ -417,18 +472,15 @@ def _trials_njit(n, src, dst, w, r1, tier1, r2, t, seed, trial_ids, out):
         out[i] = _run_trial(n, src, dst, w, r1, tier1, r2, t, seed, trial_ids[i])[0]
 
 
-def _args(n, src, dst, w, r1, tier1, r2, t, seed):
-    return (np.int64(n), np.ascontiguousarray(src, np.int64), np.ascontiguousarray(dst, np.int64),
-            np.ascontiguousarray(w, np.float64), np.ascontiguousarray(r1, np.float64),
-            np.ascontiguousarray(tier1, np.uint8), np.ascontiguousarray(r2, np.float64), np.int64(t),
-            np.uint64(seed))
+_args = check_contraction_inputs
 
 
 def trials_njit(n, src, dst, w, r1, tier1, r2, t, seed, trial_ids):
     "Cut values of the trials `trial_ids`, in parallel over trials (CPU kernel)."
-    trial_ids = np.ascontiguousarray(trial_ids, np.uint64)
+    args = _args(n, src, dst, w, r1, tier1, r2, t, seed)
+    trial_ids = _check_ids64("trial_ids", trial_ids)
     out = np.empty(len(trial_ids), np.float64)
-    _trials_njit(*_args(n, src, dst, w, r1, tier1, r2, t, seed), trial_ids, out)
+    _trials_njit(*args, trial_ids, out)
     return out
 
 
@@ -444,7 +496,8 @@ def _trial_side_njit(n, src, dst, w, r1, tier1, r2, t, seed, trial_id):
 
 def trial_side_njit(n, src, dst, w, r1, tier1, r2, t, seed, trial_id):
     "(value, side) of one trial (CPU kernel): how the best trial's cut is recovered after a batch."
-    return _trial_side_njit(*_args(n, src, dst, w, r1, tier1, r2, t, seed), np.uint64(trial_id))
+    args = _args(n, src, dst, w, r1, tier1, r2, t, seed)
+    return _trial_side_njit(*args, np.uint64(_check_ids64("trial_id", trial_id, ndim=0)))
 
 
 @cuda.jit
@@ -459,8 +512,12 @@ def _trials_cuda_kernel(n, src, dst, w, r1, tier1, r2, t, seed, trial_ids, out, 
 def trials_cuda(n, src, dst, w, r1, tier1, r2, t, seed, trial_ids, threads_per_block=64):
     "Cut values of the trials `trial_ids`, one CUDA thread per trial (runs under NUMBA_ENABLE_CUDASIM=1)."
     args = _args(n, src, dst, w, r1, tier1, r2, t, seed)
-    trial_ids = np.ascontiguousarray(trial_ids, np.uint64)
+    trial_ids = _check_ids64("trial_ids", trial_ids)
+    threads_per_block = check_int("threads_per_block", threads_per_block, 1, 1024)
     k, m = len(trial_ids), len(args[1])
+    if k == 0:
+        return np.empty(0)
+    check_memory("trial_ids", float(k) * (2 * int(n) + 4 * max(m, 1) + _COUNTS), 8)
     scratch = [cuda.device_array((k, int(n)), np.int64), cuda.device_array((k, int(n)), np.int64),
                cuda.device_array((k, max(m, 1)), np.uint64), cuda.device_array((k, max(m, 1)), np.int64),
                cuda.device_array((k, max(m, 1)), np.uint64), cuda.device_array((k, max(m, 1)), np.int64),
@@ -991,17 +1048,25 @@ def _karger_stein_runs(n, src, dst, wu, wp, boost, t, seed, run_ids, out):
 
 def karger_stein_njit(n, src, dst, w, predicted=None, boost=math.inf, t=2, seed=0, run_ids=(0,), side_of=None):
     "Best cut values of Karger-Stein runs `run_ids` (parallel); with `side_of=i`, (value, side) of run i alone."
-    src = np.ascontiguousarray(src, np.int64)
-    dst = np.ascontiguousarray(dst, np.int64)
-    w = np.ascontiguousarray(w, np.float64)
-    pred = np.zeros(len(w), bool) if predicted is None else np.asarray(predicted, bool)
+    n, src, dst, w, _, _, _, t, seed = check_contraction_inputs(n, src, dst, w, w, np.zeros(len(np.atleast_1d(w)),
+                                                                                             np.uint8), w, t, seed)
+    boost = check_float("boost", boost, 1.0, finite=False)
+    if predicted is not None:
+        predicted = np.asarray(predicted)
+        if predicted.dtype != bool or predicted.shape != w.shape:
+            raise ValueError(f"predicted must be a boolean mask of shape {w.shape}, one entry per edge, got "
+                             f"shape {predicted.shape} dtype {predicted.dtype}")
+    pred = np.zeros(len(w), bool) if predicted is None else predicted
+    loop = src == dst
+    if loop.any():  # a self-loop never crosses a cut; left in, the dense frames reported a side that missed its value
+        src, dst, w, pred = src[~loop], dst[~loop], w[~loop], pred[~loop]
     wu, wp = np.where(pred, 0.0, w), np.where(pred, w, 0.0)
-    b = 1.0 if predicted is None else float(boost)
+    b = 1.0 if predicted is None else boost
     if side_of is not None:
-        return _karger_stein_one(np.int64(n), src, dst, wu, wp, b, np.int64(t), np.uint64(seed), np.uint64(side_of))
-    run_ids = np.ascontiguousarray(run_ids, np.uint64)
+        return _karger_stein_one(n, src, dst, wu, wp, b, t, seed, np.uint64(_check_ids64("side_of", side_of, ndim=0)))
+    run_ids = _check_ids64("run_ids", run_ids)
     out = np.empty(len(run_ids))
-    _karger_stein_runs(np.int64(n), src, dst, wu, wp, b, np.int64(t), np.uint64(seed), run_ids, out)
+    _karger_stein_runs(n, src, dst, wu, wp, b, t, seed, run_ids, out)
     return out
 
 
@@ -1086,12 +1151,22 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
         values["rustworkx.stoer_wagner_min_cut"] = float(rx.stoer_wagner_min_cut(rg, weight_fn=float)[0])
     except ImportError:
         pass
+    # the public function a user calls (the min-cut chapter's min_cut on the edge list, 64 Karger trials), raced with
+    # the kernel's 64 trials
+    from icml25nb.algorithms.mincut import min_cut
+    best = _race({"njit": lambda: trials_njit(*args, np.arange(64)),
+                  "public": lambda: min_cut((n, src, dst, w), method="karger", trials=64)}, max(repeat, 1))
+    rows["njit, 64 trials (Karger)"] = best["njit"]
+    rows["public: icml25nb.algorithms.mincut.min_cut(karger, 64 trials)"] = best["public"]
+    values["public: icml25nb.algorithms.mincut.min_cut(karger, 64 trials)"] = float(
+        min_cut((n, src, dst, w), method="karger", trials=64).value)
     ratios = {f"64 trials vs {b}": rows[b] / rows["njit, 64 trials (Karger)"] for b in
               ("networkx.stoer_wagner", "igraph mincut_value", "rustworkx.stoer_wagner_min_cut") if b in rows}
     if "njit, 1 run (Karger-Stein)" in rows and "networkx.stoer_wagner" in rows:
         ratios["1 Karger-Stein run vs networkx.stoer_wagner"] = rows["networkx.stoer_wagner"] / rows[
             "njit, 1 run (Karger-Stein)"]
     ratios["njit vs reference, 1 trial"] = rows["reference, 1 trial"] / rows["njit, 1 trial"]
+    ratios["public min_cut / njit, 64 trials"] = best["public"] / best["njit"]
     # does a budget of 64 trials find the exact minimum on fresh graphs of this size?
     seeds = 20 if n <= 2000 else 0  # at n = 20000 one exact solve takes minutes: only the graph above is compared
     hits = 0

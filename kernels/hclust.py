@@ -24,40 +24,63 @@ per pair; a block per merge with a shared-memory reduction) with one meaning.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import cuda, njit, prange
 
+from icml25nb.core import check_array, check_float, check_ids, check_int
 from icml25nb.kernels import rng as R
 from icml25nb.kernels._bench import best_time as _best_time, race as _race
 from icml25nb.kernels._cuda import block_sum
 
 __all__ = ["oracle_answer_ref", "count_votes_ref", "count_votes", "count_votes_cuda", "leaf_ranges",
-           "merge_costs_ref", "merge_costs", "merge_costs_cuda", "benchmark"]
+           "merge_costs_ref", "merge_costs", "merge_costs_cuda", "weights_defect", "benchmark"]
+
+
+def _check_S(S) -> np.ndarray:
+    """S as a C-contiguous int64 square matrix (n >= 3). An int64 array is taken as it is (no pass over its n^2
+    entries: the callers query it many times; any int64 value is a valid size to compare)."""
+    if isinstance(S, np.ndarray) and S.dtype == np.int64:
+        S = np.ascontiguousarray(S)
+    else:
+        S = check_array("S", S, dtype=np.int64)
+    if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] < 3:
+        raise ValueError(f"S must be a square matrix of LCA sizes with n >= 3, got shape {S.shape}")
+    return S
 
 
 def _check_votes(S, pairs, witnesses, p, seed):
-    S = np.ascontiguousarray(S, dtype=np.int64)
+    S = _check_S(S)
     n = S.shape[0]
-    if S.ndim != 2 or S.shape != (n, n) or n < 3:
-        raise ValueError(f"S must be a square matrix of LCA sizes with n >= 3, got shape {S.shape}")
-    pairs = np.ascontiguousarray(pairs, dtype=np.int64)
-    witnesses = np.ascontiguousarray(witnesses, dtype=np.int64)
-    if pairs.ndim != 2 or pairs.shape[1] != 2 or witnesses.ndim != 2 or witnesses.shape[0] != pairs.shape[0]:
-        raise ValueError("pairs must be (P, 2) and witnesses (P, m)")
-    for name, a in (("pairs", pairs), ("witnesses", witnesses)):
-        if a.size and (a.min() < 0 or a.max() >= n):
-            raise ValueError(f"{name} must hold vertices in [0, {n})")
-    if not 0 <= p < 0.5:
-        raise ValueError(f"p must lie in [0, 0.5), got {p!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return S, pairs, witnesses, float(p), int(seed)
+    pairs = check_ids("pairs", pairs, n, ndim=2)
+    if pairs.shape[1] != 2:
+        raise ValueError(f"pairs must have shape (P, 2), got {pairs.shape}")
+    witnesses = check_ids("witnesses", witnesses, n, ndim=2)
+    if witnesses.shape[0] != pairs.shape[0]:
+        raise ValueError(f"witnesses must have shape ({pairs.shape[0]}, m), one row per pair, got {witnesses.shape}")
+    p = check_float("p", p, 0.0, 0.5, open_max=True)
+    seed = check_int("seed", seed, 0, 2**64 - 1)
+    return S, pairs, witnesses, p, seed
 
 
 def oracle_answer_ref(S, u, v, w, p: float, seed: int) -> np.ndarray:
     "The oracle's answers (vectorised over arrays u, v, w): the vertex of each triplet that splits away first."
-    S = np.asarray(S)
-    u, v, w = (np.asarray(x, dtype=np.int64) for x in (u, v, w))
+    S = _check_S(S)
+    n = S.shape[0]
+    u, v, w = (check_ids(name, x, n) for name, x in (("u", u), ("v", v), ("w", w)))
+    try:
+        u, v, w = np.broadcast_arrays(u, v, w)
+    except ValueError:
+        raise ValueError(f"u, v and w must have broadcastable shapes, got {u.shape}, {v.shape}, {w.shape}") from None
+    if ((u == v) | (u == w) | (v == w)).any():
+        raise ValueError("u, v and w must be three distinct vertices in every triplet")
+    return _answers(S, u, v, w, check_float("p", p, 0.0, 1.0), check_int("seed", seed, 0, 2**64 - 1))
+
+
+def _answers(S, u, v, w, p, seed):
+    """`oracle_answer_ref` on checked arguments (int64 ids in range, broadcast; a triplet that is not distinct gets
+    an answer that `count_votes_ref` masks)."""
     n = S.shape[0]
     suv, suw, svw = S[u, v], S[u, w], S[v, w]
     truth = np.where(suv < np.minimum(suw, svw), w, np.where(suw < svw, v, u))
@@ -77,7 +100,7 @@ def count_votes_ref(S, pairs, witnesses, p: float, seed: int) -> np.ndarray:
     S, pairs, witnesses, p, seed = _check_votes(S, pairs, witnesses, p, seed)
     u = np.broadcast_to(pairs[:, :1], witnesses.shape)
     v = np.broadcast_to(pairs[:, 1:], witnesses.shape)
-    ans = oracle_answer_ref(S, u, v, witnesses, p, seed)
+    ans = _answers(S, u, v, witnesses, p, seed)
     valid = (witnesses != u) & (witnesses != v)
     return ((ans == witnesses) & valid).sum(axis=1).astype(np.int64)
 
@@ -183,9 +206,11 @@ def _leaf_ranges_njit(kids, n, order, ranges, parent):
 
 def _linkage_tree(Z):
     "(order, ranges, kids, parent) of a linkage: the leaf order, the merged ranges and the tree's child/parent links."
-    Z = np.asarray(Z, dtype=np.float64)
+    Z = check_array("Z", Z, contiguous=False)
     if Z.ndim != 2 or Z.shape[1] != 4:
         raise ValueError(f"Z must be a linkage matrix of shape (n - 1, 4), got shape {Z.shape}")
+    if Z.size and not (Z[:, :2] == np.round(Z[:, :2])).all():
+        raise ValueError("Z is not a valid linkage: its first two columns must hold integer cluster ids")
     n = Z.shape[0] + 1
     kids = np.ascontiguousarray(Z[:, :2].astype(np.int64)).reshape(n - 1, 2)
     # every node but the root is merged exactly once, into a later cluster (the walks up the tree then end)
@@ -206,10 +231,60 @@ def leaf_ranges(Z) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_cost_weights(W, n: int) -> np.ndarray:
-    W = np.ascontiguousarray(W, dtype=np.float64)
+    "W as C-contiguous float64 (n, n); finiteness is checked on the cost terms (no pass of its own, see merge_costs)."
+    W = check_array("W", W, ndim=2, finite=False)
     if W.shape != (n, n):
         raise ValueError(f"W must be ({n}, {n}) for a linkage of {n} leaves, got shape {W.shape}")
     return W
+
+
+def _finite_costs(out: np.ndarray) -> np.ndarray:
+    """`out`, or a ValueError naming W: every entry of W that the cost reads enters one term, and a NaN or an inf
+    propagates into it (the diagonal is never read), so the finiteness of W needs no pass of its own."""
+    if not np.isfinite(out).all():
+        raise ValueError("W must be finite (a cost term is NaN or inf: W holds NaN or inf, or its sums overflow)")
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _weights_defect_njit(W, rtol, atol):
+    """Bit flags over all entries of the square W, read in 32 x 32 tiles (W[i, j] and W[j, i] together, no temporary):
+    1 = a NaN or inf, 2 = a negative entry, 4 = |W[i, j] - W[j, i]| > atol + rtol |W[j, i]| for some (i, j) (the
+    test of np.allclose(W, W.T, rtol, atol); taken both ways it is atol + rtol min(|a|, |b|)). Branch-free inner loop:
+    a - a is 0 for a finite a and NaN otherwise."""
+    n = W.shape[0]
+    T = 32
+    fin = 0.0
+    low = 0.0
+    asym = False
+    for I in range(0, n, T):
+        for J in range(I, n, T):
+            for i in range(I, min(I + T, n)):
+                for j in range(max(J, i), min(J + T, n)):
+                    a = W[i, j]
+                    b = W[j, i]
+                    fin += (a - a) + (b - b)
+                    low = min(low, min(a, b))
+                    asym |= abs(a - b) > atol + rtol * min(abs(a), abs(b))
+    if fin != 0.0:  # NaN
+        return 1
+    return (2 if low < 0.0 else 0) | (4 if asym else 0)
+
+
+def weights_defect(W, rtol: float = 1e-12, atol: float = 1e-12) -> str | None:
+    """None if the square float64 matrix W is finite, non-negative and symmetric (np.allclose(W, W.T, rtol, atol)),
+    else the first property it lacks ("finite", "non-negative", "symmetric"), in one tiled pass without an n x n
+    temporary (np.allclose(W, W.T) and the isfinite / < 0 tests allocate several)."""
+    if not isinstance(W, np.ndarray) or W.dtype != np.float64 or W.ndim != 2 or W.shape[0] != W.shape[1]:
+        raise ValueError(f"W must be a square float64 numpy array, got "
+                         f"{type(W).__name__}{getattr(W, 'shape', '')} {getattr(W, 'dtype', '')}".rstrip())
+    rtol = check_float("rtol", rtol, 0.0)
+    atol = check_float("atol", atol, 0.0)
+    bad = _weights_defect_njit(W, rtol, atol)
+    for bit, what in ((1, "finite"), (2, "non-negative"), (4, "symmetric")):
+        if bad & bit:
+            return what
+    return None
 
 
 def merge_costs_ref(W, Z) -> np.ndarray:
@@ -217,7 +292,7 @@ def merge_costs_ref(W, Z) -> np.ndarray:
     order, rg = leaf_ranges(Z)
     W = _check_cost_weights(W, len(order))
     Wp = W[np.ix_(order, order)]
-    return np.array([(c - a) * Wp[a:b, b:c].sum() for a, b, c in rg])
+    return _finite_costs(np.array([(c - a) * Wp[a:b, b:c].sum() for a, b, c in rg]).reshape(len(rg)))
 
 
 @njit(cache=True)
@@ -260,7 +335,7 @@ def merge_costs(W, Z) -> np.ndarray:
     out = np.empty(len(rg))
     if len(rg):
         _merge_costs_njit(W, order, rg, kids, parent, np.empty(len(order)), out)
-    return out
+    return _finite_costs(out)
 
 
 _BLOCK = 128
@@ -288,9 +363,11 @@ def merge_costs_cuda(W, Z) -> np.ndarray:
     order, rg = leaf_ranges(Z)
     W = _check_cost_weights(W, len(order))
     Wp = np.ascontiguousarray(W[np.ix_(order, order)])
+    if not len(rg):
+        return np.empty(0)
     out = cuda.device_array(len(rg), dtype=np.float64)
     _merge_costs_cuda_kernel[len(rg), _BLOCK](cuda.to_device(Wp), cuda.to_device(rg), out)
-    return out.copy_to_host()
+    return _finite_costs(out.copy_to_host())
 
 
 # --- Benchmark -------------------------------------------------------------------------------------------------------
@@ -302,6 +379,8 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     with the condensed W. Each timing is the best of its repeats after a warm-up; the peer and the kernel alternate."""
     from scipy.cluster.hierarchy import cophenet, linkage
     from scipy.spatial.distance import squareform
+
+    from icml25nb.algorithms.hclust import dasgupta_cost
     n, m = {"small": (96, 16), "default": (512, 64), "full": (1024, 64)}[size]
     cost_ns = {"small": (200, 400), "default": (1000, 2000), "full": (1000, 2000)}[size]
     rng = np.random.default_rng(0)
@@ -342,9 +421,14 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
         names = {"ref": f"n={nc}: numpy reference, Dasgupta cost", "njit": f"n={nc}: njit, Dasgupta cost",
                  "peer": f"n={nc}: scipy cophenet(sizes) . W, Dasgupta cost"}
         secs[names["ref"]] = _best_time(lambda: merge_costs_ref(Wc, Zc), repeat)
-        # alternate, so that both see the same load on a shared machine
-        best = _race({"njit": lambda: merge_costs(Wc, Zc), "peer": peer}, max(repeat, 5))
-        secs[names["njit"]], secs[names["peer"]] = best["njit"], best["peer"]
+        # alternate, so that all see the same load on a shared machine; the public function a user calls is the
+        # chapter's dasgupta_cost (checks W: finite, >= 0, symmetric, then the kernel)
+        names["public"] = f"n={nc}: public icml25nb.algorithms.hclust.dasgupta_cost (checks + kernel)"
+        best = _race({"njit": lambda: merge_costs(Wc, Zc), "peer": peer, "public": lambda: dasgupta_cost(Wc, Zc)},
+                     max(repeat, 5))
+        secs[names["njit"]], secs[names["peer"]], secs[names["public"]] = best["njit"], best["peer"], best["public"]
+        values[names["public"]] = dasgupta_cost(Wc, Zc)
+        ratios[f"cost n={nc}: public dasgupta_cost / njit"] = best["public"] / best["njit"]
         got = merge_costs(Wc, Zc)
         values[names["ref"]], values[names["njit"]], values[names["peer"]] = float(ref.sum()), float(got.sum()), peer()
         rel[f"n={nc}"] = float(np.max(np.abs(got - ref) / np.abs(ref)))

@@ -21,49 +21,67 @@ import math
 import numpy as np
 from numba import cuda, njit, prange
 
-from icml25nb.kernels._bench import best_time as _best_time
+from icml25nb.core import check_array, check_int
+from icml25nb.kernels._bench import best_time as _best_time, race as _race
 
 __all__ = ["ista_batch_ref", "ista_batch", "ista_batch_cuda", "stable_lr", "benchmark"]
 
 
 def stable_lr(X, beta2=0.0) -> np.ndarray:
     "Step-size limit 2 / lambda_max(X^T X + beta2 I) for each configuration of X (B, N, n) (or one matrix)."
-    X = np.asarray(X, dtype=np.float64)
-    if not np.isfinite(X).all():
-        raise ValueError("X must be finite")
+    X = check_array("X", X, ndim=(2, 3), min_size=1)
+    if 0 in X.shape:
+        raise ValueError(f"X must have no empty axis, got shape {X.shape}")
     single = X.ndim == 2
     X = X[None] if single else X
-    lam = np.array([np.linalg.eigvalsh(x.T @ x)[-1] for x in X]) + np.broadcast_to(np.asarray(beta2, float), len(X))
-    out = 2.0 / lam
+    b2 = _per_config("beta2", beta2, len(X))
+    lam = np.array([np.linalg.eigvalsh(x.T @ x)[-1] for x in X]) + b2
+    with np.errstate(divide="ignore"):  # X = 0 and beta2 = 0: no limit (inf)
+        out = 2.0 / lam
     return out[0] if single else out
 
 
+#: the most multiply-adds one call may cost, (iters + 1) x B x N x n x 2 (about an hour on one core): a larger
+#: request is refused up front, naming `iters`
+MAX_WORK = 2 * 10**12
+
+
+def _per_config(name: str, v, B: int, positive: bool = False) -> np.ndarray:
+    "`v` (a scalar or one value per configuration) as a contiguous float64 (B,) array, finite and >= 0 (> 0)."
+    a = check_array(name, v, ndim=(0, 1), contiguous=False)
+    if a.ndim == 1 and a.shape != (B,):
+        raise ValueError(f"{name} must be a scalar or have shape ({B},), one per configuration, got {a.shape}")
+    a = np.ascontiguousarray(np.broadcast_to(a, (B,)))
+    if (a < 0).any() or (positive and (a == 0).any()):
+        raise ValueError(f"{name} must be {'positive' if positive else 'non-negative'}, got min {a.min()}")
+    return a
+
+
 def _check(X, y, beta1, beta2, lr, iters, a_star, log_at):
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    if X.ndim != 3 or 0 in X.shape:
+    X = check_array("X", X, ndim=3)
+    if 0 in X.shape:
         raise ValueError(f"X must have shape (configurations, N, n), got {X.shape}")
     B, N, n = X.shape
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    if y.shape != (B, N):
-        raise ValueError(f"y must have shape {(B, N)}, got {y.shape}")
-    vec = lambda v: np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtype=np.float64), (B,)))
-    beta1, beta2, lr = vec(beta1), vec(beta2), vec(lr)
-    if not (np.isfinite(X).all() and np.isfinite(y).all()):
-        raise ValueError("X and y must be finite")
-    if (beta1 < 0).any() or (beta2 < 0).any():
-        raise ValueError("beta1 and beta2 must be non-negative")
-    if not ((lr > 0).all() and np.isfinite(lr).all()):
-        raise ValueError("lr must be positive")
-    if isinstance(iters, bool) or not isinstance(iters, (int, np.integer)) or iters < 0:
-        raise ValueError(f"iters must be a non-negative integer, got {iters!r}")
+    y = check_array("y", y, shape=(B, N))
+    beta1, beta2, lr = _per_config("beta1", beta1, B), _per_config("beta2", beta2, B), _per_config("lr", lr, B, True)
+    iters = check_int("iters", iters, 0)
+    if (iters + 1) * 2.0 * B * N * n > MAX_WORK:
+        raise ValueError(f"iters is too large: {iters} iterations of {B} x {N} x {n} cost more than {MAX_WORK:.0e} "
+                         f"multiply-adds")
     has_star = a_star is not None
-    a_star = np.zeros((B, n)) if a_star is None else np.ascontiguousarray(a_star, dtype=np.float64)
-    if a_star.shape != (B, n):
-        raise ValueError(f"a_star must have shape {(B, n)}")
-    log_at = np.unique(np.asarray([iters] if log_at is None else log_at, dtype=np.int64))
-    if log_at.size and (log_at[0] < 0 or log_at[-1] > iters):
-        raise ValueError(f"log_at must hold iteration counts in [0, {iters}]")
-    return X, y, beta1, beta2, lr, int(iters), a_star, has_star, log_at
+    a_star = np.zeros((B, n)) if a_star is None else check_array("a_star", a_star, shape=(B, n))
+    if has_star and not (np.abs(a_star).max(axis=1) > 0).all():
+        raise ValueError("a_star must have a non-zero row per configuration (the recovery error divides by its norm)")
+    log_at = np.unique(check_array("log_at", [iters] if log_at is None else log_at, ndim=(0, 1), dtype=np.int64,
+                                   minimum=0, maximum=iters))
+    return X, y, beta1, beta2, lr, iters, a_star, has_star, log_at
+
+
+def _check_converged(A, train, lr):
+    "The outputs, or a ValueError naming lr: iterates that overflowed (a step above the stability limit diverges)."
+    if not (np.isfinite(A).all() and np.isfinite(train).all()):
+        raise ValueError("lr is too large: the iterates diverged (keep lr below stable_lr(X, beta2) = "
+                         "2 / lambda_max(X^T X + beta2 I))")
 
 
 def ista_batch_ref(X, y, beta1, beta2=0.0, lr=None, iters: int = 1000, a_star=None, log_at=None):
@@ -89,6 +107,7 @@ def ista_batch_ref(X, y, beta1, beta2=0.0, lr=None, iters: int = 1000, a_star=No
             break
         z = a - lr[:, None] * (np.einsum("bij,bi->bj", X, r) + beta2[:, None] * a)
         a = np.sign(z) * np.maximum(np.abs(z) - (lr * beta1)[:, None], 0.0)
+    _check_converged(a, train, lr)
     return a, train, test
 
 
@@ -164,6 +183,7 @@ def ista_batch(X, y, beta1, beta2=0.0, lr=None, iters: int = 1000, a_star=None, 
     train = np.empty((B, len(log_at)))
     test = np.full((B, len(log_at)), np.nan)
     _ista_njit(X, y, beta1, beta2, lr, iters, a_star, has_star, log_at, A, train, test)
+    _check_converged(A, train, lr)
     return A, train, test
 
 
@@ -222,7 +242,9 @@ def ista_batch_cuda(X, y, beta1, beta2=0.0, lr=None, iters: int = 1000, a_star=N
     _ista_cuda_kernel[B, _THREADS](cuda.to_device(X), cuda.to_device(y), cuda.to_device(beta1), cuda.to_device(beta2),
                                    cuda.to_device(lr), iters, cuda.to_device(a_star), has_star,
                                    cuda.to_device(log_at), A, train, test)
-    return A.copy_to_host(), train.copy_to_host(), test.copy_to_host()
+    A, train, test = A.copy_to_host(), train.copy_to_host(), test.copy_to_host()
+    _check_converged(A, train, lr)
+    return A, train, test
 
 
 def benchmark(size: str = "default", repeat: int = 2) -> dict:
@@ -254,8 +276,17 @@ def benchmark(size: str = "default", repeat: int = 2) -> dict:
             "njit, parallel over configurations": _best_time(lambda: ista_batch(X, y, beta1, 0.0, lr, iters), repeat),
             "torch.bmm loop (CPU)": _best_time(torch_run, repeat)}
     same = bool(np.allclose(ista_batch(X, y, beta1, 0.0, lr, iters)[0], torch_run(), atol=1e-9))
+    # the public function a user calls: the grokking chapter's `ista` (one configuration per call, as the chapter
+    # runs it) against the kernel on the same single configuration, raced
+    from icml25nb.optim.grokking import ista
+    X0, y0, l0 = X[0], y[0], float(lr[0])
+    best = _race({"njit": lambda: ista_batch(X0[None], y0[None], beta1[0], 0.0, l0, iters),
+                  "public": lambda: ista(X0, y0, float(beta1[0]), 0.0, l0, iters)}, max(repeat, 1))
+    secs["njit, 1 configuration"] = best["njit"]
+    secs["public: icml25nb.optim.grokking.ista, 1 configuration"] = best["public"]
     import numba
     return {"kernel": "ista", "task": f"{B} configurations, N={N}, n={n}, {iters} iterations (float64); "
             f"{numba.get_num_threads()} numba thread(s)", "seconds": secs, "reference": "numpy einsum reference",
-            "ratios": {"torch.bmm / njit": secs["torch.bmm loop (CPU)"] / secs["njit, parallel over configurations"]},
+            "ratios": {"torch.bmm / njit": secs["torch.bmm loop (CPU)"] / secs["njit, parallel over configurations"],
+                       "public ista / njit, 1 configuration": best["public"] / best["njit"]},
             "njit equals torch": same}

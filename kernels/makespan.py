@@ -46,7 +46,8 @@ import math
 import numpy as np
 from numba import cuda, njit
 
-from icml25nb.kernels._bench import best_time as _best_time
+from icml25nb.core import check_array, check_int, check_memory
+from icml25nb.kernels._bench import best_time as _best_time, race as _race
 
 __all__ = ["check_makespan_inputs", "makespan_ref", "makespan_njit", "makespan_cuda", "makespan_objgraph",
            "schedule_dag", "random_plan_weights", "benchmark"]
@@ -54,12 +55,10 @@ __all__ = ["check_makespan_inputs", "makespan_ref", "makespan_njit", "makespan_c
 
 def check_makespan_inputs(ptr, pred, slot, kind, dur, extra):
     "The six arrays validated and made contiguous (int64 / float64); a one-line ValueError naming the argument."
-    ptr = np.ascontiguousarray(ptr, dtype=np.int64)
-    pred = np.ascontiguousarray(pred, dtype=np.int64)
-    slot = np.ascontiguousarray(slot, dtype=np.int64)
-    kind = np.ascontiguousarray(kind, dtype=np.int64)
-    dur = np.ascontiguousarray(dur, dtype=np.float64)
-    extra = np.ascontiguousarray(extra, dtype=np.float64)
+    ptr, pred, slot, kind = (check_array(name, x, dtype=np.int64) for name, x in
+                             (("ptr", ptr), ("pred", pred), ("slot", slot), ("kind", kind)))
+    dur = check_array("dur", dur, finite=False)
+    extra = check_array("extra", extra, finite=False)
     if ptr.ndim != 1 or len(ptr) < 2 or ptr[0] != 0 or np.any(np.diff(ptr) < 0):
         raise ValueError("ptr must be a 1-D non-decreasing CSR pointer starting at 0 with at least one vertex")
     n = len(ptr) - 1
@@ -194,12 +193,19 @@ def makespan_objgraph(ptr, pred, slot, kind, dur, extra):
             graph[("op", v)].append(("sink", d[kind[v]]))
         order, seen = [], set()
 
-        def visit(node):
+        def visit(node):  # depth-first post-order, on an explicit stack (a recursion fails on a long chain)
             seen.add(node)
-            for nxt, _ in graph[node]:
-                if nxt not in seen:
-                    visit(nxt)
-            order.append(node)
+            stack = [(node, iter(graph[node]))]
+            while stack:
+                cur, it = stack[-1]
+                for nxt, _ in it:
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        stack.append((nxt, iter(graph[nxt])))
+                        break
+                else:
+                    stack.pop()
+                    order.append(cur)
 
         for node in graph:
             if node not in seen:
@@ -237,6 +243,8 @@ def schedule_dag(n_stages: int, n_micro: int, all_pairs: bool = True) -> tuple:
     between neighbours, and the optimizer step of each device before the sink (the last columns). Returns
     (ptr, pred, slot, kind, n_extra); `kind`: forward of stage s is column s, its backward S + s, the sink 2S. The
     pipeline chapter builds the same DAG for any schedule (`icml25nb.efficient.pipeline.schedule_template`)."""
+    n_stages, n_micro = check_int("n_stages", n_stages, 1, 1024), check_int("n_micro", n_micro, 1, 1 << 16)
+    check_memory("n_micro", 2.0 * n_stages * n_micro * (n_stages + 4), 8)  # vertices x (transfer) edges
     S, B = int(n_stages), int(n_micro)
     if S < 1 or B < 1:
         raise ValueError(f"n_stages and n_micro must be at least 1, got {n_stages}, {n_micro}")
@@ -294,6 +302,9 @@ def schedule_dag(n_stages: int, n_micro: int, all_pairs: bool = True) -> tuple:
 def random_plan_weights(n_stages: int, n_extra: int, n_plans: int, seed: int = 0, all_pairs: bool = True) -> tuple:
     """`dur` and `extra` of `n_plans` random plans for `schedule_dag`: lognormal stage times (backward 2x forward),
     transfers between neighbouring stages, the other pairs switched off (-inf) as a chain's split leaves them."""
+    n_stages, n_extra = check_int("n_stages", n_stages, 1, 1024), check_int("n_extra", n_extra, 0)
+    n_plans, seed = check_int("n_plans", n_plans, 0), check_int("seed", seed, 0, 2**63 - 1)
+    check_memory("n_plans", float(n_plans) * (3 * n_stages + 1 + n_extra), 8)
     rng = np.random.default_rng(seed)
     S, P = int(n_stages), int(n_plans)
     fwd = rng.lognormal(np.log(4e-3), 0.5, (P, S))
@@ -307,11 +318,15 @@ def random_plan_weights(n_stages: int, n_extra: int, n_plans: int, seed: int = 0
     return dur, extra
 
 
-def benchmark(size: str = "default", repeat: int = 3, inputs: tuple | None = None, label: str = "") -> dict:
+def benchmark(size: str = "default", repeat: int = 3, inputs: tuple | None = None, label: str = "",
+              public: tuple | None = None) -> dict:
     """Makespans of many random plans of one 8-stage 1F1B DAG with 32 micro-batches (`schedule_dag`, random stage
     times: the shape, not the numbers, sets the cost): the Python object graph (authors' style) and networkx per
     plan, the NumPy reference, @njit (and CUDA on a GPU). `inputs` = (ptr, pred, slot, kind, dur, extra) replaces
-    them (bench/makespan_pipeline.py passes real splits of the pipeline chapter's transformer)."""
+    them (bench/makespan_pipeline.py passes real splits of the pipeline chapter's transformer). `public` = (label,
+    zero-argument callable): the public function a user calls on the same plans, raced with the kernel (the script
+    passes the chapter's `evaluate_plans`; this package imports no chapter, so `icml25nb bench makespan` has no
+    such row)."""
     if size not in ("small", "default", "full"):
         raise ValueError(f"size must be 'small', 'default' or 'full', got {size!r}")
     n_plans, n_slow = {"small": (500, 20), "default": (10_000, 100), "full": (100_000, 200)}[size]
@@ -335,6 +350,13 @@ def benchmark(size: str = "default", repeat: int = 3, inputs: tuple | None = Non
     rows["NumPy reference (vectorised over plans)"] = _best_time(lambda: makespan_ref(*args, dur, extra),
                                                                  min(repeat, 1))
     rows["njit"] = _best_time(lambda: makespan_njit(*args, dur, extra), repeat)
+    if public is not None:
+        # the public function a user calls (bench/makespan_pipeline.py passes the pipeline chapter's evaluate_plans on
+        # the same plans: this package imports no chapter), raced with the kernel
+        pub_label, pub_fn = public
+        best = _race({"njit": lambda: makespan_njit(*args, dur, extra), "public": pub_fn}, max(repeat, 1))
+        rows["njit"] = best["njit"]
+        rows[f"public: {pub_label}"] = best["public"]
     got = makespan_njit(*args, dur, extra)
     values["max |njit - reference|, all plans"] = float(np.abs(got - makespan_ref(*args, dur, extra)).max())
     values["max |object graph - reference|"] = float(np.abs(makespan_objgraph(*args, *few) - ref_few).max())
@@ -345,7 +367,9 @@ def benchmark(size: str = "default", repeat: int = 3, inputs: tuple | None = Non
         rows["cuda (one thread per plan, with transfers)"] = _best_time(lambda: makespan_cuda(*args, dur, extra),
                                                                         repeat)
         values["max |cuda - reference|"] = float(np.abs(makespan_cuda(*args, dur, extra) - got).max())
-    ratios = {f"njit vs {k}": rows[k] / rows["njit"] for k in rows if k != "njit"}
+    ratios = {f"njit vs {k}": rows[k] / rows["njit"] for k in rows if k != "njit" and not k.startswith("public")}
+    if public is not None:
+        ratios[f"public {pub_label} / njit"] = best["public"] / best["njit"]
     return {"kernel": "makespan", "task": f"{n_plans} candidate plans of 8 stages, 1F1B, 32 micro-batches ({label})",
             "seconds": rows, "reference": "NumPy reference (vectorised over plans)", "values": values,
             "ratios": ratios}

@@ -47,15 +47,25 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-__all__ = ["count_amo_ref", "count_amo", "count_amo_graph", "count_amo_residues", "primes_for", "random_chordal_edges",
+from icml25nb.core import check_int
+from icml25nb.kernels._bench import race as _race
+
+__all__ = ["MAX_N", "count_amo_ref", "count_amo", "count_amo_graph", "count_amo_residues", "primes_for", "random_chordal_edges",
            "benchmark"]
 
 
 
 # ----------------------------------------------------------------------------------------------------------- inputs
+#: the most vertices `count_amo` takes: its setup (n! modulo about n log2(n) / 35 primes, a Python loop) costs
+#: seconds at n = 4096 and grows as n^2 log n; a larger n is refused up front, naming it
+MAX_N = 4096
+
+
 def _check_edges(n, edges) -> tuple[int, np.ndarray]:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n must be a non-negative integer, got {n!r}")
+    if n > MAX_N:
+        raise ValueError(f"n must be at most MAX_N = {MAX_N} (the setup grows as n^2 log n), got {n}")
     n = int(n)
     e = np.asarray(edges)
     if e.size == 0:
@@ -209,7 +219,7 @@ def count_amo_ref(n, edges) -> int:
         if not (0 <= u < n and 0 <= v < n):
             raise ValueError(f"edges must join vertices of 0..{n - 1}, got {(u, v)}")
         if u == v:
-            raise ValueError(f"the graph has a self-loop at vertex {u}")
+            raise ValueError(f"edges hold a self-loop at vertex {u}")
         adj[u] |= 1 << v
         adj[v] |= 1 << u
     memo, total = {}, 1
@@ -224,6 +234,8 @@ def random_chordal_edges(n: int, n_cliques: int, seed: int = 0, max_subtree: int
     tests check it): a random host tree on k = min(n_cliques, n) nodes, every vertex a random subtree of it (sizes
     uniform in 1..`max_subtree`, the first k - 1 vertices spanning one host edge each), two vertices adjacent iff
     their subtrees meet, labels shuffled. For the benchmark, which must not import the chapter."""
+    n, n_cliques = check_int("n", n, 1, MAX_N), check_int("n_cliques", n_cliques, 1)
+    seed, max_subtree = check_int("seed", seed, 0, 2**63 - 1), check_int("max_subtree", max_subtree, 1)
     rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(21,)))
     k = min(int(n_cliques), int(n))
     parent = [-1] + [int(rng.integers(0, j)) for j in range(1, k)]
@@ -912,7 +924,7 @@ def _raise(n, e, wit):
     if wit[0] == -2:
         raise ValueError(f"edges must join vertices of 0..{n - 1}, got {tuple(e[wit[1]].tolist())}")
     if wit[0] == -3:
-        raise ValueError(f"the graph has a self-loop at vertex {int(wit[1])}")
+        raise ValueError(f"edges hold a self-loop at vertex {int(wit[1])}")
     raise ValueError(f"the graph is not chordal: {int(wit[0])} and {int(wit[1])} are both earlier neighbours of "
                      f"{int(wit[2])} in maximum cardinality search but not adjacent")
 
@@ -1010,7 +1022,17 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
         if cliquepicking is not None:
             per_graph[g[0]] = best["njit"] / best["rust"]
     secs = {names[key]: total[key] for key in fns}
-    ratios = {"python reference / njit": total["ref"] / total["njit"]}
+    # the public function a user calls with a networkx graph (count_amo_graph: relabel, edge array, kernel), raced
+    # with the kernel on the edge array, on the largest graph
+    import networkx as nx
+    g = max(graphs, key=lambda g: (g[1], len(g[3])))
+    G = nx.Graph(list(map(tuple, g[3].tolist())))
+    G.add_nodes_from(range(g[1]))
+    pub = _race({"njit": lambda: count_amo(g[1], g[3]), "public": lambda: count_amo_graph(G)}, rounds)
+    secs[f"{g[0]}: njit kernel (edge array)"] = pub["njit"]
+    secs[f"{g[0]}: public count_amo_graph (networkx graph in)"] = pub["public"]
+    ratios = {"python reference / njit": total["ref"] / total["njit"],
+              f"{g[0]}: public count_amo_graph / njit": pub["public"] / pub["njit"]}
     out = {"kernel": "mec", "task": f"exact #AMO (MEC size) of {len(graphs)} random chordal graphs "
            f"({', '.join(sorted({f'n={g[1]}' for g in graphs}))}), summed best-of-{rounds} times; njit kernel and "
            "cliquepicking single-threaded, reference pure Python",

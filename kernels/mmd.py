@@ -21,7 +21,8 @@ import math
 import numpy as np
 from numba import cuda, njit
 
-from icml25nb.kernels._bench import best_time as _best_time
+from icml25nb.core import check_array, check_float, check_int
+from icml25nb.kernels._bench import best_time as _best_time, race as _race
 from icml25nb.kernels._cuda import block_sum
 from icml25nb.kernels._threads import map_row_blocks, row_blocks
 
@@ -29,9 +30,11 @@ __all__ = ["mmd2_rbf_ref", "mmd2_rbf", "mmd2_rbf_cuda", "median_bandwidth", "ben
 
 
 def _check(X, Y, sigma, unbiased):
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    Y = np.ascontiguousarray(Y, dtype=np.float64)
-    if X.ndim != 2 or Y.ndim != 2 or X.shape[1] != Y.shape[1] or X.shape[1] == 0:
+    X = check_array("X", X, ndim=2, finite=False)
+    Y = check_array("Y", Y, ndim=2, finite=False)
+    if not isinstance(unbiased, (bool, np.bool_)):
+        raise TypeError(f"unbiased must be True or False, got {unbiased!r}")
+    if X.shape[1] != Y.shape[1] or X.shape[1] == 0:
         raise ValueError(f"X and Y must be 2-D arrays (rows, d) with the same d >= 1, got {X.shape} and {Y.shape}")
     least = 2 if unbiased else 1
     if len(X) < least or len(Y) < least:
@@ -39,10 +42,18 @@ def _check(X, Y, sigma, unbiased):
                          f"got {len(X)} and {len(Y)}")
     if not (np.isfinite(X).all() and np.isfinite(Y).all()):
         raise ValueError("X and Y must be finite")
-    sigma = float(sigma)
-    if not (sigma > 0 and math.isfinite(sigma)):
-        raise ValueError(f"sigma must be positive and finite, got {sigma!r}")
-    return X, Y, 1.0 / (2.0 * sigma * sigma)
+    sigma = check_float("sigma", sigma, 0.0, open_min=True)
+    g = 1.0 / (2.0 * sigma * sigma) if sigma > 1e-150 else math.inf
+    if not math.isfinite(g) or g == 0.0:
+        raise ValueError(f"sigma must lie in [1e-150, 1e150] (1 / (2 sigma^2) must be a positive float), got {sigma!r}")
+    return X, Y, g
+
+
+def _finite_result(v: float) -> float:
+    "`v`, or a ValueError naming X and Y: a squared distance overflowed float64 (inf - inf in the expansion)."
+    if not math.isfinite(v):
+        raise ValueError("X and Y are too large: their squared distances overflow float64 (rescale them)")
+    return v
 
 
 def _combine(sxx, syy, sxy, m, n, unbiased):
@@ -53,18 +64,27 @@ def _combine(sxx, syy, sxy, m, n, unbiased):
 
 def median_bandwidth(X, Y, max_points: int = 1000, seed: int = 0) -> float:
     "The median heuristic: sigma = median pairwise distance of the pooled sample (at most `max_points` of it)."
-    Z = np.concatenate([np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.float64)])
+    X, Y = check_array("X", X, ndim=2), check_array("Y", Y, ndim=2)
+    if X.shape[1] != Y.shape[1] or X.shape[1] == 0 or len(X) + len(Y) < 2:
+        raise ValueError(f"X and Y must be 2-D arrays (rows, d) with the same d >= 1 and 2 rows in all, got {X.shape} "
+                         f"and {Y.shape}")
+    max_points = check_int("max_points", max_points, 2, 100_000)
+    seed = check_int("seed", seed, 0, 2**63 - 1)
+    Z = np.concatenate([X, Y])
     if len(Z) > max_points:
         Z = Z[np.random.default_rng(seed).choice(len(Z), max_points, replace=False)]
     sq = np.einsum("id,id->i", Z, Z)
     D2 = np.maximum(sq[:, None] + sq[None] - 2 * Z @ Z.T, 0.0)
     med = float(np.sqrt(np.median(D2[np.triu_indices(len(Z), 1)])))
+    if not math.isfinite(med):
+        raise ValueError("X and Y are too large: their squared distances overflow float64 (rescale them)")
     return med if med > 0 else 1.0
 
 
 def mmd2_rbf_ref(X, Y, sigma: float, unbiased: bool = True, chunk: int = 1024) -> float:
     "NumPy reference: kernel matrices chunk by chunk of rows, diagonals removed from the within-set sums."
     X, Y, g = _check(X, Y, sigma, unbiased)
+    chunk = check_int("chunk", chunk, 1)
 
     def ksum(A, B):
         bn = np.einsum("id,id->i", B, B)
@@ -76,7 +96,7 @@ def mmd2_rbf_ref(X, Y, sigma: float, unbiased: bool = True, chunk: int = 1024) -
         return total
 
     m, n = len(X), len(Y)
-    return float(_combine(ksum(X, X) - m, ksum(Y, Y) - n, ksum(X, Y), m, n, unbiased))
+    return _finite_result(float(_combine(ksum(X, X) - m, ksum(Y, Y) - n, ksum(X, Y), m, n, unbiased)))
 
 
 _CHUNK = 2048  # columns per BLAS product
@@ -122,9 +142,10 @@ def mmd2_rbf(X, Y, sigma: float, unbiased: bool = True, chunk: int = _CHUNK) -> 
     """CPU kernel for `mmd2_rbf_ref`: rows over worker threads, BLAS inner products per column chunk, an @njit pass
     for the kernel values; the within-set sums visit the upper triangle only."""
     X, Y, g = _check(X, Y, sigma, unbiased)
+    chunk = check_int("chunk", chunk, 1)
     sxx = 2.0 * _kernel_sum(X, X, g, True, chunk)
     syy = 2.0 * _kernel_sum(Y, Y, g, True, chunk)
-    return float(_combine(sxx, syy, _kernel_sum(X, Y, g, False, chunk), len(X), len(Y), unbiased))
+    return _finite_result(float(_combine(sxx, syy, _kernel_sum(X, Y, g, False, chunk), len(X), len(Y), unbiased)))
 
 
 _TILE, _MAX_D, _THREADS = 64, 64, 128
@@ -175,7 +196,7 @@ def mmd2_rbf_cuda(X, Y, sigma: float, unbiased: bool = True) -> float:
         raise ValueError(f"the CUDA kernel takes d <= {_MAX_D}, got {X.shape[1]}")
     sxx = 2.0 * _kernel_sum_cuda(X, X, g, True)
     syy = 2.0 * _kernel_sum_cuda(Y, Y, g, True)
-    return float(_combine(sxx, syy, _kernel_sum_cuda(X, Y, g, False), len(X), len(Y), unbiased))
+    return _finite_result(float(_combine(sxx, syy, _kernel_sum_cuda(X, Y, g, False), len(X), len(Y), unbiased)))
 
 
 def benchmark(size: str = "default", repeat: int = 2) -> dict:
@@ -198,10 +219,17 @@ def benchmark(size: str = "default", repeat: int = 2) -> dict:
     secs = {"numpy reference (chunked)": _best_time(lambda: mmd2_rbf_ref(X, Y, sigma), 1),
             "njit over BLAS chunks (upper triangles)": _best_time(lambda: mmd2_rbf(X, Y, sigma), repeat),
             "torch cdist + exp (CPU)": _best_time(torch_run, repeat)}
+    # the public function a user calls: the GIM chapter's mmd_rbf (median-heuristic width, then the kernel), raced
+    # with the kernel given the width
+    from icml25nb.causal.gim import mmd_rbf
+    best = _race({"njit": lambda: mmd2_rbf(X, Y, sigma), "public": lambda: mmd_rbf(X, Y)}, max(repeat, 1))
+    secs["njit over BLAS chunks (upper triangles)"] = best["njit"]
+    secs["public: icml25nb.causal.gim.mmd_rbf (median width + kernel)"] = best["public"]
     ours, theirs = mmd2_rbf(X, Y, sigma), torch_run()
     import numba
     return {"kernel": "mmd", "task": f"unbiased RBF MMD^2, {m} x {m} samples, d = {d}, float64; "
             f"{numba.get_num_threads()} numba thread(s)", "seconds": secs, "reference": "numpy reference (chunked)",
             "ratios": {"torch / njit": secs["torch cdist + exp (CPU)"]
-                       / secs["njit over BLAS chunks (upper triangles)"]},
+                       / secs["njit over BLAS chunks (upper triangles)"],
+                       "public mmd_rbf / njit": best["public"] / best["njit"]},
             "njit equals torch": bool(abs(ours - theirs) <= 1e-9 * max(1.0, abs(theirs)))}

@@ -50,7 +50,8 @@ import time
 
 import numba
 import numpy as np
-from icml25nb.kernels._bench import best_time as _best_time
+from icml25nb.core import check_array, check_int
+from icml25nb.kernels._bench import best_time as _best_time, race as _bench_race
 from numba import cuda, float64, njit, prange
 
 __all__ = [
@@ -923,8 +924,11 @@ def _top_k_core(s, K, out):
 
 def top_k(scores, K: int) -> np.ndarray:
     "Indices of the K largest scores along the last axis, by score descending, ties to the lower index (@njit)."
-    s = np.asarray(scores, dtype=np.float64)
+    s = check_array("scores", scores, contiguous=False, finite=False)
+    if s.ndim < 1:
+        raise ValueError(f"scores must have at least one axis, got shape {s.shape}")
     N = s.shape[-1]
+    K = check_int("K", K, None)
     if not 1 <= K <= N:
         raise ValueError(f"K must lie in [1, N={N}], got {K}")
     if not np.isfinite(s).all():
@@ -935,10 +939,22 @@ def top_k(scores, K: int) -> np.ndarray:
     return out.reshape(s.shape[:-1] + (K,))
 
 
+def _check_choice_args(XS, theta_star, u):
+    "XS (R, k >= 1, d) and theta_star (R, d) finite, u (R,) (or a scalar) uniforms in [0, 1]; contiguous float64."
+    XS = check_array("XS", XS, ndim=3)
+    theta_star = check_array("theta_star", theta_star, ndim=2)
+    if XS.shape[1] < 1 or theta_star.shape != (XS.shape[0], XS.shape[2]):
+        raise ValueError(f"XS must be (R, k >= 1, d) and theta_star (R, d), got {XS.shape} and {theta_star.shape}")
+    u = _per_replica(u, "u", XS.shape[0], np.float64)
+    if not ((u >= 0.0) & (u <= 1.0)).all():
+        raise ValueError("u must hold uniforms in [0, 1] (one per replica)")
+    return XS, theta_star, u
+
+
 def sample_choice_ref(XS, theta_star, u) -> np.ndarray:
     "NumPy reference of `sample_choice`: inverse CDF of uniforms u over [p_0, p_1, ..] (-1: the outside option)."
-    XS = np.asarray(XS, dtype=np.float64)
-    util = np.matmul(XS, np.asarray(theta_star, dtype=np.float64)[:, :, None])[..., 0]
+    XS, theta_star, u = _check_choice_args(XS, theta_star, u)
+    util = np.matmul(XS, theta_star[:, :, None])[..., 0]
     mx = np.maximum(0.0, util.max(-1))
     e, e0 = np.exp(util - mx[:, None]), np.exp(-mx)
     z = e0 + e.sum(-1)
@@ -978,12 +994,8 @@ def sample_choice(XS, theta_star, u) -> np.ndarray:
     """Choices (R,) of the offered sets XS (R, k, d) under theta_star: inverse CDF of uniforms u over
     [p_0, p_1, ..] (-1: the outside option). The benchmark's environment, @njit so that it costs every contender
     about a microsecond instead of tens."""
-    XS = np.ascontiguousarray(XS, dtype=np.float64)
-    theta_star = np.ascontiguousarray(theta_star, dtype=np.float64)
-    if XS.ndim != 3 or XS.shape[1] < 1 or theta_star.shape != (XS.shape[0], XS.shape[2]):
-        raise ValueError(f"XS must be (R, k >= 1, d) and theta_star (R, d), got {XS.shape} and {theta_star.shape}")
+    XS, theta_star, u = _check_choice_args(XS, theta_star, u)
     R = XS.shape[0]
-    u = _per_replica(u, "u", R, np.float64)
     out = np.empty(R, np.int64)
     _sample_choice_core(XS, theta_star, u, out)
     return out
@@ -1037,8 +1049,11 @@ def bandit_round(X, theta, H, Hinv, K, beta, eta, B, respond):
     """
     X, th, Hi, beta, scores = _check_score_args(X, theta, Hinv, beta, None)
     R, N, d = X.shape
+    K = check_int("K", K, None)
     if not 1 <= K <= N:
         raise ValueError(f"K must lie in [1, N={N}], got {K}")
+    if not callable(respond):
+        raise TypeError(f"respond must be a callable XS -> choice, got {type(respond).__name__}")
     _check_state(theta, H, Hinv)
     idx, XS = np.empty((R, K), np.int64), np.empty((R, K, d))
     rows, m = min(N, _SCORE_ROWS), K + 1
@@ -1253,6 +1268,27 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
                 nj / rows[f"d={d} N={N}: np.matmul(X, Hinv) alone"]
     task = (f"seconds per lockstep round of R={R} replicas, K={K}, T={T} rounds, d in {ds}, N in {Ns}, "
             f"{numba.get_num_threads()} numba thread(s)")
+    # the public function a user calls: the chapter's agent (OFUMNLpp: select = scores + exact assortment, update =
+    # this kernel's step), one replica for T rounds, raced with the kernels' rounds on one replica
+    from icml25nb.bandits.mnl import OFUMNLpp
+    d0, N0 = ds[0], Ns[0]
+    X1, rr, lam0 = _contexts(np.random.default_rng(7), 1, N0, d0), np.ones(N0), d0 * eta
+
+    def kernel_rounds():
+        th, H, Hi = np.zeros((1, d0)), lam0 * np.eye(d0)[None], np.eye(d0)[None] / lam0
+        for _ in range(T):
+            bandit_round(X1, th, H, Hi, K, beta, eta, B, lambda XS: np.zeros(1, np.int64))
+
+    def public_rounds():
+        agent = OFUMNLpp(d0, K, B=B, eta=eta, lam=lam0)
+        for _ in range(T):
+            S = agent.select(X1[0], rr)
+            agent.update(X1[0][S], 0)
+
+    best = _bench_race({"njit": kernel_rounds, "public": public_rounds}, max(repeat, 1))
+    rows[f"d={d0} N={N0}: njit kernels, 1 replica"] = best["njit"] / T
+    rows[f"d={d0} N={N0}: public OFUMNLpp.select + update, 1 replica"] = best["public"] / T
+    ratios[f"d={d0} N={N0}: public agent / njit kernels, 1 replica"] = best["public"] / best["njit"]
     return {"kernel": "mnl", "task": task, "seconds": rows, "reference": f"d={ds[0]} N={Ns[0]}: straightforward numpy",
             "values": values, "ratios": ratios, "assortments agree": agree,
             "max |theta difference| after T rounds": max_dtheta, "projection active": active,

@@ -34,6 +34,7 @@ import threading
 import numpy as np
 from numba import cuda, njit, prange
 
+from icml25nb.core import check_array, check_int
 from icml25nb.kernels._bench import best_time as _best_time, race as _bench_race
 
 __all__ = ["NF4_LEVELS", "NF4_MIDPOINTS", "quantize_nf4_ref", "dequantize_nf4_ref", "quantize_nf4",
@@ -53,12 +54,27 @@ _TINY = np.float32(1e-38)  # bitsandbytes' guard for an all-zero block
 
 def _flat(W, blocksize: int) -> np.ndarray:
     "W as a flat float32 array; ValueError for an empty W or a bad blocksize (finiteness is not checked here)."
-    if isinstance(blocksize, bool) or not isinstance(blocksize, (int, np.integer)) or blocksize < 2 or blocksize % 2:
-        raise ValueError(f"blocksize must be an even integer >= 2, got {blocksize!r}")
-    x = np.ascontiguousarray(np.asarray(W, dtype=np.float32)).ravel()
+    _check_blocksize(blocksize)
+    x = check_array("W", W, dtype=np.float32, finite=False).ravel()
     if x.size == 0:
         raise ValueError("W must not be empty")
     return x
+
+
+def _check_blocksize(blocksize) -> int:
+    blocksize = check_int("blocksize", blocksize, 2)
+    if blocksize % 2:
+        raise ValueError(f"blocksize must be an even integer >= 2, got {blocksize!r}")
+    return blocksize
+
+
+def _check_shape(shape) -> tuple:
+    "`shape` (an int or a tuple of ints >= 0) as a tuple and its number of values."
+    dims = (shape,) if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool) else shape
+    if not isinstance(dims, (tuple, list)):
+        raise TypeError(f"shape must be an int or a tuple of ints, got {type(shape).__name__}")
+    dims = tuple(check_int("shape", d, 0) for d in dims)
+    return dims, math.prod(dims)
 
 
 def _check(W, blocksize: int) -> np.ndarray:
@@ -70,12 +86,17 @@ def _check(W, blocksize: int) -> np.ndarray:
 
 
 def _check_packed(packed, absmax, n: int, blocksize: int) -> tuple[np.ndarray, np.ndarray]:
+    _check_blocksize(blocksize)
+    if n == 0:
+        raise ValueError("shape must hold at least one value")
     packed = np.ascontiguousarray(np.asarray(packed)).ravel()
-    absmax = np.ascontiguousarray(np.asarray(absmax, dtype=np.float32)).ravel()
+    absmax = check_array("absmax", absmax, dtype=np.float32).ravel()
     if packed.dtype != np.uint8 or packed.size != (n + 1) // 2:
-        raise ValueError(f"packed must hold {(n + 1) // 2} uint8 codes for n={n}, got {packed.size} {packed.dtype}")
+        raise ValueError(f"packed must hold {(n + 1) // 2} uint8 codes for shape's n={n} values, got {packed.size} "
+                         f"{packed.dtype}")
     if absmax.size != -(-n // blocksize):
-        raise ValueError(f"absmax must hold {-(-n // blocksize)} block scales, got {absmax.size}")
+        raise ValueError(f"absmax must hold {-(-n // blocksize)} block scales for shape's n={n} values and blocksize "
+                         f"{blocksize}, got {absmax.size}")
     return packed, absmax
 
 
@@ -167,7 +188,7 @@ def quantize_nf4_ref(W, blocksize: int = 64) -> tuple[np.ndarray, np.ndarray]:
 
 def dequantize_nf4_ref(packed, absmax, shape, blocksize: int = 64) -> np.ndarray:
     "Float32 weights of `shape` from NF4 codes and block scales: level[code] * absmax[block]."
-    n = int(np.prod(shape))
+    shape, n = _check_shape(shape)
     packed, absmax = _check_packed(packed, absmax, n, blocksize)
     q = np.empty(2 * packed.size, np.uint8)
     q[0::2], q[1::2] = packed >> 4, packed & 15
@@ -353,13 +374,13 @@ def dequantize_nf4(packed, absmax, shape, blocksize: int = 64, out: np.ndarray |
     `out`, a C-contiguous float32 array of `shape`, receives the result if given; otherwise a new array, from the
     recycled buffers where one is idle (a fresh 4n-byte array costs about twice the decoding itself in page faults
     and page zeroing the first time it is written; see `release_buffers`)."""
-    n = int(np.prod(shape))
+    shape, n = _check_shape(shape)
     packed, absmax = _check_packed(packed, absmax, n, blocksize)
     if out is None:
         out = _POOL.empty(shape, np.float32)
     elif not (isinstance(out, np.ndarray) and out.dtype == np.float32 and out.flags.c_contiguous
-              and out.size == n):
-        raise ValueError(f"out must be a C-contiguous float32 array of {n} values")
+              and out.size == n and out.flags.writeable):
+        raise ValueError(f"out must be a writeable C-contiguous float32 array of {n} values")
     _dequantize_core(packed, absmax, blocksize, NF4_LEVELS, out.reshape(-1))
     return out.reshape(shape)
 
@@ -433,7 +454,7 @@ def quantize_nf4_cuda(W, blocksize: int = 64, threads_per_block: int = 128) -> t
 
 def dequantize_nf4_cuda(packed, absmax, shape, blocksize: int = 64, threads_per_block: int = 128) -> np.ndarray:
     "CUDA kernel (one thread per packed byte) for `dequantize_nf4_ref`; host arrays."
-    n = int(np.prod(shape))
+    shape, n = _check_shape(shape)
     packed, absmax = _check_packed(packed, absmax, n, blocksize)
     d_out = cuda.device_array(n, np.float32)
     _dequantize_kernel[max(1, math.ceil(packed.size / threads_per_block)), threads_per_block](
@@ -450,23 +471,56 @@ def dequantize_nf4_cuda(packed, absmax, shape, blocksize: int = 64, threads_per_
 
 def _check_rows(W, blocksize: int, bits, finite: bool = True) -> tuple[np.ndarray, np.ndarray]:
     "W as a C-contiguous float32 2-d array and bits as int64; finite=False skips the finiteness pass (the caller checks)."
-    W = np.ascontiguousarray(np.asarray(W, dtype=np.float32))
+    W = check_array("W", W, dtype=np.float32, finite=finite)
     if W.ndim != 2 or W.size == 0:
         raise ValueError(f"W must be a non-empty 2-d array, got shape {W.shape}")
-    if finite and not np.isfinite(W).all():
-        raise ValueError("W must be finite")
-    if isinstance(blocksize, bool) or not isinstance(blocksize, (int, np.integer)) or blocksize < 1 \
-            or W.shape[1] % blocksize:
+    blocksize = check_int("blocksize", blocksize, 1)
+    if W.shape[1] % blocksize:
         raise ValueError(f"blocksize must divide the row length {W.shape[1]}, got {blocksize!r}")
-    bits = np.ascontiguousarray(np.asarray(bits, dtype=np.int64))
-    if bits.shape != (W.shape[0],) or not np.isin(bits, (1, 2, 4)).all():
-        raise ValueError(f"bits must hold one of 1, 2, 4 per row ({W.shape[0]} rows)")
-    return W, bits
+    return W, _check_bits(bits, W.shape[0])
+
+
+def _check_bits(bits, R: int) -> np.ndarray:
+    bits = check_array("bits", bits, dtype=np.int64)
+    if bits.shape != (R,) or not np.isin(bits, (1, 2, 4)).all():
+        raise ValueError(f"bits must hold one of 1, 2, 4 per row ({R} rows), got shape {bits.shape}")
+    return bits
+
+
+def _check_table(name: str, a, R: int, need: int) -> np.ndarray:
+    "A per-row table (thresholds or levels) as finite float32 (R, L) with need <= L <= 16."
+    a = check_array(name, a, ndim=2, dtype=np.float32)
+    if a.shape[0] != R or not need <= a.shape[1] <= 16:
+        raise ValueError(f"{name} must have shape ({R}, L) with {need} <= L <= 16 for these bits, got {a.shape}")
+    return a
+
+
+def _check_decode_args(packed, offsets, absmax, bits, levels, blocksize):
+    """The arguments of decode_rows validated: absmax finite (R, C / blocksize), bits (R,) in {1, 2, 4}, offsets
+    exactly `row_offsets(bits, C)` (so that no row reads past `packed`), packed 1-D uint8 with offsets[-1] bytes at
+    least, levels finite (R, L) with 2^max(bits) <= L <= 16."""
+    absmax = check_array("absmax", absmax, ndim=2, dtype=np.float32)
+    R, nb = absmax.shape
+    if R == 0 or nb == 0:
+        raise ValueError(f"absmax must be a non-empty 2-d array (rows, blocks), got shape {absmax.shape}")
+    blocksize = check_int("blocksize", blocksize, 1)
+    C = nb * blocksize
+    bits = _check_bits(bits, R)
+    offsets = check_array("offsets", offsets, shape=(R + 1,), dtype=np.int64)
+    if not np.array_equal(offsets, row_offsets(bits, C)):
+        raise ValueError(f"offsets must be row_offsets(bits, {C}) for rows of {C} codes")
+    packed = np.asarray(packed)
+    if packed.dtype != np.uint8 or packed.ndim != 1 or packed.size < offsets[-1]:
+        raise ValueError(f"packed must be a 1-D uint8 array of at least {offsets[-1]} bytes, got shape "
+                         f"{packed.shape} dtype {packed.dtype}")
+    levels = _check_table("levels", levels, R, 1 << int(bits.max()))
+    return np.ascontiguousarray(packed), offsets, absmax, bits, levels, blocksize
 
 
 def row_offsets(bits, C: int) -> np.ndarray:
     "Byte offset of every row's packed codes (and the total at the end) for row length C."
-    bits = np.asarray(bits, dtype=np.int64)
+    bits = check_array("bits", bits, ndim=1, dtype=np.int64, minimum=1, maximum=8)
+    C = check_int("C", C, 0, 2**40)
     return np.concatenate([[0], np.cumsum((C * bits + 7) // 8)]).astype(np.int64)
 
 
@@ -479,7 +533,7 @@ def encode_rows_ref(W, blocksize: int, bits, thresholds) -> tuple[np.ndarray, np
     "Per-row codes at 1/2/4 bits with per-row thresholds: (packed uint8, byte offsets (R+1,), absmax (R, C/bs))."
     W, bits = _check_rows(W, blocksize, bits)
     R, C = W.shape
-    thresholds = np.asarray(thresholds, dtype=np.float32)
+    thresholds = _check_table("thresholds", thresholds, R, (1 << int(bits.max())) - 1)
     absmax = _row_absmax(W, blocksize)
     inv = np.float32(1.0) / np.maximum(absmax, _TINY)
     X = np.clip(W * np.repeat(inv, blocksize, axis=1), -1, 1)
@@ -498,10 +552,10 @@ def encode_rows_ref(W, blocksize: int, bits, thresholds) -> tuple[np.ndarray, np
 
 def decode_rows_ref(packed, offsets, absmax, bits, levels, blocksize: int) -> np.ndarray:
     "Float32 (R, C) from per-row codes: levels[r, code] * absmax[r, block]."
-    bits = np.asarray(bits, dtype=np.int64)
+    packed, offsets, absmax, bits, levels, blocksize = _check_decode_args(packed, offsets, absmax, bits, levels,
+                                                                          blocksize)
     R, nb = absmax.shape
     C = nb * blocksize
-    levels = np.asarray(levels, dtype=np.float32)
     out = np.empty((R, C), np.float32)
     for r in range(R):
         b = int(bits[r])
@@ -725,6 +779,7 @@ def encode_rows(W, blocksize: int, bits, thresholds) -> tuple[np.ndarray, np.nda
     patterns) is inf or NaN exactly when the block holds an inf or a NaN."""
     W, bits = _check_rows(W, blocksize, bits, finite=False)
     R, C = W.shape
+    thresholds = _check_table("thresholds", thresholds, R, (1 << int(bits.max())) - 1)
     offsets = row_offsets(bits, C)
     packed = np.empty(offsets[-1], np.uint8)
     absmax = np.empty((R, C // blocksize), np.float32)
@@ -738,15 +793,15 @@ def decode_rows(packed, offsets, absmax, bits, levels, blocksize: int, out: np.n
     """CPU kernel (parallel over chunks of rows) for `decode_rows_ref`.
 
     `out`, a C-contiguous float32 array of shape (R, C), receives the result if given (no new array)."""
-    absmax = np.ascontiguousarray(absmax, dtype=np.float32)
+    packed, offsets, absmax, bits, levels, blocksize = _check_decode_args(packed, offsets, absmax, bits, levels,
+                                                                          blocksize)
     R, nb = absmax.shape
     if out is None:
         out = np.empty((R, nb * blocksize), np.float32)
     elif not (isinstance(out, np.ndarray) and out.dtype == np.float32 and out.flags.c_contiguous
-              and out.shape == (R, nb * blocksize)):
-        raise ValueError(f"out must be a C-contiguous float32 array of shape {(R, nb * blocksize)}")
-    _decode_rows_core(np.ascontiguousarray(packed), np.asarray(offsets, np.int64), absmax,
-                      np.asarray(bits, np.int64), _pad16(levels, R), blocksize, out)
+              and out.shape == (R, nb * blocksize) and out.flags.writeable):
+        raise ValueError(f"out must be a writeable C-contiguous float32 array of shape {(R, nb * blocksize)}")
+    _decode_rows_core(packed, offsets, absmax, bits, _pad16(levels, R), blocksize, out)
     return out
 
 
@@ -786,9 +841,10 @@ def _encode_rows_kernel(W, blocksize, bits, thr, offsets, packed, absmax):
 def encode_rows_cuda(W, blocksize: int, bits, thresholds, threads_per_block: int = 64):
     "CUDA kernel for `encode_rows_ref` (a block per row, a thread per packed byte, thresholds in shared memory)."
     W, bits = _check_rows(W, blocksize, bits)
-    if threads_per_block < 16:
+    if check_int("threads_per_block", threads_per_block, 1, 1024) < 16:
         raise ValueError("threads_per_block must be >= 16 (one thread per threshold loads the table)")
     R, C = W.shape
+    thresholds = _check_table("thresholds", thresholds, R, (1 << int(bits.max())) - 1)
     offsets = row_offsets(bits, C)
     d_packed = cuda.device_array(int(offsets[-1]), np.uint8)
     d_abs = cuda.device_array((R, C // blocksize), np.float32)
@@ -820,9 +876,10 @@ def _decode_rows_kernel(packed, offsets, absmax, bits, levels, blocksize, out):
 
 def decode_rows_cuda(packed, offsets, absmax, bits, levels, blocksize: int, threads_per_block: int = 64):
     "CUDA kernel (a block per row, a thread per packed byte, the row's levels in shared memory)."
-    absmax = np.ascontiguousarray(absmax, dtype=np.float32)
+    packed, offsets, absmax, bits, levels, blocksize = _check_decode_args(packed, offsets, absmax, bits, levels,
+                                                                          blocksize)
     R, nb = absmax.shape
-    if threads_per_block < 16:
+    if check_int("threads_per_block", threads_per_block, 1, 1024) < 16:
         raise ValueError("threads_per_block must be >= 16 (one thread per level loads the table)")
     d_out = cuda.device_array((R, nb * blocksize), np.float32)
     _decode_rows_kernel[R, threads_per_block](cuda.to_device(np.ascontiguousarray(packed)),
@@ -904,7 +961,17 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     enc = encode_rows(W, bs, bits, thr)
     decode_rows(*enc, bits, lev, bs)
     secs["njit, mixed 1/2/4-bit rows, encode"] = _best_time(lambda: encode_rows(W, bs, bits, thr), repeat)
-    secs["njit, mixed 1/2/4-bit rows, decode"] = _best_time(lambda: decode_rows(*enc, bits, lev, bs), repeat)
+    # the public function a user calls: the LowRA chapter's dequantize(QuantizedTensor) (checks, then this
+    # kernel), raced with the kernel on the same codes
+    from icml25nb.efficient.lowra import QuantizedTensor, dequantize
+    qt = QuantizedTensor(tuple(W.shape), bs, bits.astype(np.int64), lev, *enc, "greedy", 7 / 3)
+    best = _bench_race({"njit": lambda: decode_rows(*enc, bits, lev, bs), "public": lambda: dequantize(qt)},
+                       max(repeat, 1))
+    secs["njit, mixed 1/2/4-bit rows, decode"] = best["njit"]
+    secs["public: icml25nb.efficient.lowra.dequantize, mixed 1/2/4-bit rows"] = best["public"]
+    ratios["public lowra.dequantize / njit decode_rows"] = best["public"] / best["njit"]
+    values["public lowra.dequantize equals decode_rows"] = bool(np.array_equal(dequantize(qt),
+                                                                               decode_rows(*enc, bits, lev, bs)))
     ratios["mixed-width decode time / NF4 dequantize time"] = (secs["njit, mixed 1/2/4-bit rows, decode"]
                                                                / secs[names["d"]])
     if identical is not None:

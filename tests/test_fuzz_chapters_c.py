@@ -145,7 +145,7 @@ DEFECTS = [
     ("dual_map separable='yes'", lambda: PC.dual_map("smooth_clip", separable="yes"), "separable"),  # a string taken as True
     # hclust (the oracle cells)
     ("query_many u=0.5", lambda: HC.SplittingOracle(_hier()[1]).query_many([0.5], [1], [2]), "u"),  # truncated to vertex 0
-    ("query_many shapes", lambda: HC.SplittingOracle(_hier()[1]).query_many([0, 1], [1, 2, 3], [2]), "u, v, w"),  # numpy's broadcast message
+    ("query_many shapes", lambda: HC.SplittingOracle(_hier()[1]).query_many([0, 1], [1, 2, 3], [2]), "u, v and w"),  # numpy's broadcast message
     ("count_votes pairs=0.5", lambda: HC.SplittingOracle(_hier()[1]).count_votes([[0.5, 1]], [[2, 3]]), "pairs"),  # truncated
     ("SplittingOracle p_err='x'", lambda: HC.SplittingOracle(_hier()[1], "x"), "p_err"),  # "could not convert string to float"
     ("oracle_hc_dasgupta anchors='3'", lambda: HC.oracle_hc_dasgupta(HC.SplittingOracle(_hier()[1]), anchors="3"), "anchors"),  # '<' between str and int

@@ -157,7 +157,7 @@ def test_votes_bad_input():
     pairs, wit = np.array([[0, 1]]), np.array([[2, 3]])
     with pytest.raises(ValueError, match="p must"):
         H.count_votes(S, pairs, wit, 0.5, 0)
-    with pytest.raises(ValueError, match="witnesses must"):
+    with pytest.raises(ValueError, match="witnesses"):
         H.count_votes(S, pairs, np.array([[9, 3]]), 0.1, 0)
     with pytest.raises(ValueError, match="pairs must be"):
         H.count_votes(S, np.array([0, 1]), wit, 0.1, 0)

@@ -12,7 +12,8 @@ import numpy as np
 from scipy.cluster.hierarchy import is_valid_linkage, linkage
 from scipy.spatial.distance import squareform
 
-from ..core import Chapter, Claim, check_scale, check_seed, make_rng, progress, register
+from ..core import (Chapter, Claim, check_array, check_float, check_ids, check_int, check_memory, check_prob,
+                           check_scale, check_seed, make_rng, progress, register)
 from ..kernels import hclust as HK
 from ..kernels import rng as RK
 
@@ -24,21 +25,22 @@ __all__ = ['SCALE_CONFIG', 'FAMILIES', 'DATA_HOPS', 'FRAGILE', 'CLAIMS', 'CHAPTE
 
 # %% ../../nbs/algorithms/02_hclust.ipynb #1cc3db45
 def check_weights(W) -> np.ndarray:
-    "W as a float64 symmetric non-negative matrix with n >= 2 (zero diagonal is used); ValueError otherwise."
-    W = np.asarray(W, dtype=np.float64)
+    """W as a float64 symmetric non-negative matrix with n >= 2 (zero diagonal is used); ValueError otherwise.
+    One tiled pass over W (`weights_defect`), no n x n temporary: a float64 W is not copied."""
+    W = check_array("W", W, finite=False, contiguous=False)
     if W.ndim != 2 or W.shape[0] != W.shape[1] or W.shape[0] < 2:
         raise ValueError(f"W must be a square matrix with n >= 2, got shape {W.shape}")
-    if not np.isfinite(W).all():
-        raise ValueError("W must be finite")
-    if (W < 0).any():
-        raise ValueError("W must be non-negative")
-    if not np.allclose(W, W.T, rtol=1e-12, atol=1e-12):
-        raise ValueError("W must be symmetric")
+    defect = HK.weights_defect(W, rtol=1e-12, atol=1e-12)  # the test of np.allclose(W, W.T, rtol, atol)
+    if defect is not None:
+        raise ValueError(f"W must be {defect}")
     return W
 
 
-def _check_tree(Z, n: int) -> np.ndarray:
-    Z = np.asarray(Z, dtype=np.float64)
+def _check_tree(Z, n: int | None = None) -> np.ndarray:
+    "`Z` as a valid float64 scipy linkage (for `n` leaves if given); a one-line ValueError naming `tree` otherwise."
+    Z = check_array("tree", Z, contiguous=False)
+    if n is None:
+        n = len(Z) + 1 if Z.ndim == 2 else 0
     if Z.shape != (n - 1, 4) or not is_valid_linkage(Z):
         raise ValueError(f"tree must be a valid scipy linkage matrix for {n} leaves")
     return Z
@@ -48,7 +50,7 @@ def dasgupta_cost(W, tree) -> float:
     "Dasgupta's cost sum_{u<v} w_uv |leaves(T[u v v])| of a linkage tree (the kernel sums it merge by merge)."
     W = check_weights(W)
     Z = _check_tree(tree, len(W))
-    return float(HK.merge_costs(W - np.diag(np.diag(W)), Z).sum())
+    return float(HK.merge_costs(W, Z).sum())  # the kernel never reads the diagonal: no zero-diagonal copy
 
 
 def mw_revenue(W, tree) -> float:
@@ -59,8 +61,9 @@ def mw_revenue(W, tree) -> float:
 
 def lca_sizes(tree) -> np.ndarray:
     "Matrix S[u, v] = |leaves(T[u v v])| of a linkage (0 on the diagonal)."
-    Z = np.asarray(tree, dtype=np.float64)
+    Z = _check_tree(tree)
     n = len(Z) + 1
+    check_memory("tree", 4 * float(n) * n, 8)  # S, its transpose sum and the permuted copy
     order, rg = HK.leaf_ranges(Z)
     S = np.zeros((n, n), dtype=np.int64)  # in dendrogram order every merge is a contiguous block
     for a, b, c in rg:
@@ -102,7 +105,7 @@ def weak_top_probabilities(depth: int, inside: float = 0.32, sibling: float = 0.
 
 
 def _check_q(q, depth: int) -> np.ndarray:
-    q = np.asarray(q, dtype=np.float64)
+    q = check_array("q", q, finite=False)
     if q.shape != (depth,) or not np.isfinite(q).all() or (q <= 0).any() or (q > 1).any():
         raise ValueError(f"q must hold {depth} probabilities in (0, 1], one per LCA height")
     if (np.diff(q) > 0).any():
@@ -126,6 +129,7 @@ def hsbm(depth: int = 8, q_max: float = 0.9, q_min: float = 0.01, seed: int = 0,
     if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or not 1 <= depth <= 14:
         raise ValueError(f"depth must be an integer in [1, 14], got {depth!r}")
     if q is None:
+        q_min, q_max = check_prob("q_min", q_min, open_min=True), check_prob("q_max", q_max, open_min=True)
         if not 0 < q_min <= q_max <= 1:
             raise ValueError(f"need 0 < q_min <= q_max <= 1, got q_min={q_min}, q_max={q_max}")
         q = level_probabilities(depth, q_max, q_min)
@@ -194,18 +198,13 @@ class SplittingOracle:
         self.queries = 0
 
     def _check(self, *arrs):
-        arrs = [check_ids(name, a, self.n) for name, a in zip("uvw", arrs)]  # no truncation of 1.5, no wrap of -1
+        out = [check_ids(name, a, self.n) for name, a in zip("uvw", arrs)]
         try:
-            arrs = np.broadcast_arrays(*arrs)
+            u, v, w = np.broadcast_arrays(*out)
         except ValueError:
-            raise ValueError(f"u, v, w must have one shape (or broadcast), got {[a.shape for a in arrs]}") from None
-        check_memory("u", arrs[0].size, 8 * 8)
-        out = [np.asarray(a, dtype=np.int64) for a in arrs]
-        if any(a.size and (a.min() < 0 or a.max() >= self.n) for a in out):
-            raise ValueError(f"vertices must lie in [0, {self.n})")
-        u, v, w = out
+            raise ValueError(f"u, v and w must have broadcastable shapes, got {[a.shape for a in out]}") from None
         if ((u == v) | (u == w) | (v == w)).any():
-            raise ValueError("u, v, w: a triplet needs three distinct vertices")
+            raise ValueError("u, v and w must be three distinct vertices: a triplet needs three")
         return u, v, w
 
     def query_many(self, u, v, w) -> np.ndarray:
@@ -230,10 +229,9 @@ class SplittingOracle:
         "Per pair (u, v), the number of its witnesses w (distinct from u, v) named as splitting away (kernel)."
         if not self.persistent:
             raise ValueError("count_votes runs the persistent oracle's kernel")
-        pairs = check_ids("pairs", pairs, self.n, ndim=2)
-        witnesses = check_ids("witnesses", witnesses, self.n, ndim=2)
-        if pairs.shape[1:] != (2,) or len(witnesses) != len(pairs):
-            raise ValueError(f"pairs must be (k, 2) and witnesses (k, m), got {pairs.shape} and {witnesses.shape}")
+        pairs, witnesses = check_ids("pairs", pairs, self.n, ndim=2), check_ids("witnesses", witnesses, self.n, ndim=2)
+        if pairs.shape[1] != 2 or witnesses.shape[0] != pairs.shape[0]:
+            raise ValueError(f"pairs must have shape (P, 2) and witnesses (P, m), got {pairs.shape} and {witnesses.shape}")
         self.queries += int(((witnesses != pairs[:, :1]) & (witnesses != pairs[:, 1:])).sum())
         return HK.count_votes(self.S, pairs, witnesses, self.p_err, self.seed)
 
@@ -251,8 +249,7 @@ class DataTripletOracle(SplittingOracle):
         W = check_weights(W)
         if similarity not in ("neighbours", "edges"):
             raise ValueError(f"similarity must be 'neighbours' or 'edges', got {similarity!r}")
-        if isinstance(hops, bool) or not isinstance(hops, (int, np.integer)) or not 1 <= hops <= 64:
-            raise ValueError(f"hops must be an integer in [1, 64], got {hops!r}")
+        hops = check_int("hops", hops, 1, 64)
         if hops > 1 and similarity != "neighbours":
             raise ValueError("hops > 1 is for similarity='neighbours'")
         n = len(W)
@@ -354,33 +351,32 @@ def _oracle_tree(oracle, leaf_size: int, finish: str, anchors: int, votes: int, 
     return _tree_from_groups(solve(np.arange(oracle.n)))
 
 
-def _check_oracle_args(oracle, anchors, votes, leaf_size, leaf_default: bool = False) -> None:
-    "Integers (never truncated) and sizes that fit: the oracle's votes per placement are held for every vertex."
+def _check_oracle_args(oracle, anchors, votes, leaf_size) -> tuple[int, int, int]:
+    "One-line errors naming the argument; sizes whose scratch (n x votes draws, leaf_size^3 witnesses) cannot fit."
     if not isinstance(oracle, SplittingOracle):
-        raise ArgumentTypeError(f"oracle must be a SplittingOracle (or a DataTripletOracle), got {type(oracle).__name__}")
-    check_int("anchors", anchors, 3)
-    check_int("votes", votes, 1)
-    if leaf_size is not None or not leaf_default:
-        check_int("leaf_size", leaf_size, 3)
-    check_memory("votes", float(oracle.n) * votes, 8 * 16)
+        raise TypeError(f"oracle must be a SplittingOracle, got {type(oracle).__name__}")
+    anchors, votes, leaf_size = check_int("anchors", anchors, 3), check_int("votes", votes, 1), check_int("leaf_size", leaf_size, 3)
+    check_memory("votes", 4.0 * oracle.n * votes, 8)
+    check_memory("leaf_size", float(min(leaf_size, oracle.n)) ** 3, 8)
+    return anchors, votes, leaf_size
 
 
 def oracle_hc_dasgupta(oracle: SplittingOracle, anchors: int = 12, votes: int = 15, leaf_size: int = 8,
                        seed: int = 0) -> np.ndarray:
     "This chapter's oracle-only hierarchical clustering for Dasgupta's cost: split to `leaf_size`, exact finish."
-    _check_oracle_args(oracle, anchors, votes, leaf_size)
-    if leaf_size < 3 or anchors < 3 or votes < 1:
-        raise ValueError("need leaf_size >= 3, anchors >= 3 and votes >= 1")
+    anchors, votes, leaf_size = _check_oracle_args(oracle, anchors, votes, leaf_size)
     return _oracle_tree(oracle, leaf_size, "votes", anchors, votes, seed)
 
 
 def oracle_hc_mw(oracle: SplittingOracle, anchors: int = 12, votes: int = 15, leaf_size: int | None = None,
                  seed: int = 0) -> np.ndarray:
     "This chapter's oracle-only clustering for Moseley-Wang: split to ceil(log2 n)^2, arbitrary balanced finish."
-    _check_oracle_args(oracle, anchors, votes, leaf_size, leaf_default=True)
-    leaf_size = leaf_size or math.ceil(math.log2(oracle.n)) ** 2
-    if leaf_size < 3 or anchors < 3 or votes < 1:
-        raise ValueError("need leaf_size >= 3, anchors >= 3 and votes >= 1")
+    if not isinstance(oracle, SplittingOracle):
+        raise TypeError(f"oracle must be a SplittingOracle, got {type(oracle).__name__}")
+    default = leaf_size is None or (isinstance(leaf_size, (int, np.integer)) and not isinstance(leaf_size, bool)
+                                    and leaf_size == 0)  # None or 0: the default, as before
+    leaf_size = math.ceil(math.log2(oracle.n)) ** 2 if default else leaf_size
+    anchors, votes, leaf_size = _check_oracle_args(oracle, anchors, votes, leaf_size)
     return _oracle_tree(oracle, leaf_size, "balanced", anchors, votes, seed)
 
 # %% ../../nbs/algorithms/02_hclust.ipynb #95242541
