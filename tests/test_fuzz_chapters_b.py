@@ -1,0 +1,327 @@
+"""Reliability (fuzz) suite for the chapters mincut, mnl, vmf, crl_sanity, gim, mec, lowra and combimots (issue 49).
+
+Every public function a reader would call on their own data is tried as a hostile but fair user would: NaN/inf,
+strings, None, bools and floats where ints are needed, wrong shapes and lengths, ids out of range, empty inputs,
+probabilities outside [0, 1], sizes that cannot fit. Each must give a one-line ValueError/TypeError that names the
+argument (`fuzzutil.refuses_each`), never a wrong answer, a NaN, a crash or a hang. Each defect found and fixed has
+its own test (`test_defect_*`, named after the function); its docstring says what happened before the fix.
+Property-based cases (hypothesis) check that float32, non-contiguous and list inputs give the float64 answer.
+"""
+from __future__ import annotations
+
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra import numpy as hnp
+
+from fuzzutil import BAD_NUMBERS, HUGE_SIZES, assert_refused, non_contiguous, outcome, refuses_each, same
+
+NAN, INF = float("nan"), float("inf")
+BAD_INT = ("3", None, True, 2.0, 2.5, NAN, INF)  # not ints: never truncated or cast
+BAD_REAL = (NAN, INF, -INF, "3", None, True, 1j)
+BAD_PROB = (-0.1, 1.1, NAN, INF, "0.5", None)
+BAD_INT_OPT = tuple(v for v in BAD_INT if v is not None)  # for arguments where None means "the default"
+
+# ---------------------------------------------------------------------------------------------------------- mincut
+from icml25nb.algorithms import mincut as MC  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def ring():
+    G = MC.ring_of_cliques(4, 3, 2, 1, seed=0)
+    side = MC._true_side(G)[1]
+    return G, MC.as_edge_list(G), side
+
+
+def test_defect_planted_cut_graph_hang():
+    """planted_cut_graph(n=10) at its default avg_degree=10 (more edges than a half of 5 nodes holds), a huge
+    avg_degree or crossing: looped forever. Now: refused naming avg_degree / crossing / n."""
+    for kw, name in ((dict(n=10), "avg_degree"), (dict(n=10, avg_degree=1e9), "avg_degree"),
+                     (dict(n=10, avg_degree=2.0, crossing=10**6), "crossing"), (dict(n=10**12, avg_degree=2.0), "n"),
+                     (dict(n=10, avg_degree=NAN), "avg_degree"), (dict(n=10, avg_degree="3"), "avg_degree")):
+        assert_refused(MC.planted_cut_graph, name=name, timeout=5, **kw)
+    G = MC.planted_cut_graph(10, 4.0, 25)  # the bounds are attainable: complete halves, every crossing pair
+    assert G.number_of_edges() == 2 * 10 + 25
+
+
+def test_defect_mincut_huge_sizes(ring):
+    """min_cut / success_rate with trials=1e12, bootstrap_band(n_boot=1e12), matching_graph(n=1e7),
+    boosted_success_bound(n=1e12), as_edge_list((1e12, [], [], [])): MemoryError; ring_of_cliques(k=1e9),
+    related_ring_instances(count=1e12), matching_graph(k=1e12): ran for minutes. Now refused up front."""
+    G, el, _ = ring
+    assert_refused(MC.min_cut, G, trials=10**12, name="trials", timeout=5)
+    assert_refused(MC.success_rate, G, 2.0, trials=10**12, name="trials", timeout=5)
+    assert_refused(MC.bootstrap_band, [1.0, 2.0], n_boot=10**12, name="n_boot", timeout=5)
+    assert_refused(MC.matching_graph, 10**7, 2, 1, name="n", timeout=5)
+    assert_refused(MC.matching_graph, 8, 10**12, 1, name="k", timeout=5)
+    assert_refused(MC.boosted_success_bound, 10**12, 2, 0.5, 0.0, name="n", timeout=5)
+    assert_refused(MC.as_edge_list, (10**12, np.zeros(0, int), np.zeros(0, int), []), name="n", timeout=5)
+    assert_refused(MC.ring_of_cliques, 10**9, 3, 2, 1, name="k", timeout=5)
+    assert_refused(MC.related_ring_instances, 10**12, 4, 3, name="count", timeout=5)
+    assert_refused(MC.repetitions_until_success, el, None, 1.0, -1.0, 2, 10**12, 0, name="cap", timeout=5)
+
+
+def test_defect_mincut_wrong_answers(ring):
+    """Accepted and answered wrongly before: cut_mask with a side mask of the wrong length (IndexError, or a longer
+    one silently cut) or 0.5 entries (cast to True); prediction_errors / noisy_predictions with true_side 2 (cast to
+    True); ring_of_cliques(drop=nan or 2) (a graph without cliques); success_rate(side_value=nan) (0.0),
+    boost=0.5 or t=1 (ran); boost_factor(1, 'log n') (a boost 0 < 1) and boost_factor('5', 'n') (5.0);
+    bootstrap_band([]) and of NaN (nan, nan), n_boot=0 (IndexError); as_edge_list weights ['1', '2'] (parsed);
+    karger_values with trial id -1 (wrapped to 2**64-1); boosted_success_bound(eta=nan) (nan)."""
+    G, el, side = ring
+    mask = np.zeros(len(G.edges), bool)
+    assert_refused(MC.cut_mask, el, side[:3], name="side")
+    assert_refused(MC.cut_mask, el, np.r_[side, side], name="side")
+    assert_refused(MC.cut_mask, el, side * 0.5, name="side")
+    assert_refused(MC.prediction_errors, G, mask, side * 2, name="true_side")
+    assert_refused(MC.noisy_predictions, G, side * 2, 0.5, 1.0, name="true_side")
+    assert_refused(MC.ring_of_cliques, 4, 3, 2, 1, drop=NAN, name="drop")
+    assert_refused(MC.ring_of_cliques, 4, 3, 2, 1, drop=2.0, name="drop")
+    assert_refused(MC.success_rate, G, NAN, name="side_value")
+    assert_refused(MC.success_rate, G, 2.0, mask, boost=0.5, trials=3, name="boost")
+    assert_refused(MC.success_rate, G, 2.0, t=1, trials=3, name="t")
+    assert_refused(MC.boost_factor, 1, "log n", name="n")
+    assert_refused(MC.boost_factor, "5", "n", name="n")
+    assert_refused(MC.bootstrap_band, [], name="x")
+    assert_refused(MC.bootstrap_band, [1.0, NAN], name="x")
+    assert_refused(MC.bootstrap_band, [1.0, 2.0], n_boot=0, name="n_boot")
+    assert_refused(MC.as_edge_list, (3, [0, 1], [1, 2], ["1", "2"]), name="w")
+    assert_refused(MC.karger_values, el, None, 1.0, 2, 0, [-1], name="trial_ids")
+    assert_refused(MC.boosted_success_bound, 10, 2, NAN, 0.0, name="eta")
+
+
+def test_mincut_refuses_each(ring):
+    G, el, side = ring
+    mask = MC.noisy_predictions(G, side, 0.0, 0.0)
+    n = 0
+    n += refuses_each(MC.min_cut, dict(G=G, trials=3), dict(
+        method=["kargerx", None, 3], trials=[0, -1, *BAD_INT_OPT, *HUGE_SIZES], t=[1, *BAD_INT],
+        boost=[0.5, NAN, "3", True], seed=[-1, 2**64, "0", 1.5]))
+    n += refuses_each(MC.min_cut, dict(G=G, predictions=mask, trials=3), dict(
+        predictions=[mask[:-1], np.full(len(mask), 2), [(0, 99)], ["ab"]]))
+    n += refuses_each(MC.as_edge_list, dict(G=(3, [0, 1], [1, 2], [1.0, 1.0])), dict(
+        G=[(3, [0, 3], [1, 2], [1.0, 1.0]), (3, [0, -1], [1, 2], [1.0, 1.0]), (3, [0.0, 1.0], [1, 2], [1.0, 1.0]),
+           (3, [0, 1], [1, 2], [1.0]), (3, [0, 1], [1, 2], [1.0, NAN]), (3, [0, 1], [1, 2], [1.0, -1.0]),
+           (1, [], [], []), ("3", [0], [1], [1.0]), (3, [0, 1], [1, 2]), None, "G", nx.DiGraph([(0, 1)])]),
+        name_in_message=False)
+    n += refuses_each(MC.textbook_trials, dict(n=10, method="karger"), dict(n=[0, 1, *BAD_INT], method=["x", None]))
+    n += refuses_each(MC.prediction_errors, dict(G=G, predicted=mask, true_side=side), dict(
+        true_side=[side[:-1], side * 2, side * 0.5, None, "x"], predicted=[None, mask[:-1]]), name_in_message=False)
+    n += refuses_each(MC.noisy_predictions, dict(G=G, true_side=side, eta=0.5, rho=1.0), dict(
+        eta=list(BAD_PROB), rho=[-1.0, *BAD_REAL], sampler=["x", None], true_side=[side[:-1], side * 2],
+        seed=[-1, "0"]))
+    n += refuses_each(MC.uninformative_predictions, dict(G=G, weight=1.0), dict(weight=[-1.0, *BAD_REAL]))
+    n += refuses_each(MC.ring_of_cliques, dict(k=4, s=3, bundle=2, weak=1), dict(
+        k=[3, *BAD_INT, *HUGE_SIZES], s=[2, *BAD_INT], bundle=[1, 10, *BAD_INT], weak=[0, 4, *BAD_INT],
+        drop=list(BAD_PROB)))
+    n += refuses_each(MC.planted_cut_graph, dict(n=10, avg_degree=2.0, crossing=2), dict(
+        n=[3, *BAD_INT, *HUGE_SIZES], avg_degree=[-1.0, 5.0, 1e9, *BAD_REAL], crossing=[0, 26, *BAD_INT]))
+    n += refuses_each(MC.related_ring_instances, dict(count=1, k=4, s=3), dict(
+        count=[0, *BAD_INT, *HUGE_SIZES], k=[3, *BAD_INT], s=[2, *BAD_INT]))
+    n += refuses_each(MC.matching_graph, dict(n=8, k=3, t=1), dict(
+        n=[2, 7, *BAD_INT, *HUGE_SIZES], k=[0, *BAD_INT, *HUGE_SIZES], t=[-1, 3, *BAD_INT]), name_in_message=False)
+    n += refuses_each(MC.boosted_success_bound, dict(n=10, t=2, eta=0.5, rho=0.0), dict(
+        n=[1, *BAD_INT, *HUGE_SIZES], t=[1, *BAD_INT], eta=list(BAD_PROB), rho=[-1.0, *BAD_REAL]))
+    n += refuses_each(MC.success_rate, dict(G=G, side_value=2.0, trials=3), dict(
+        side_value=[-1.0, *BAD_REAL], trials=[0, *BAD_INT, *HUGE_SIZES], t=[1, *BAD_INT], boost=[0.5, NAN, "3"]))
+    n += refuses_each(MC.boost_factor, dict(n=10, kind="n"), dict(n=[0, 1, *BAD_INT], kind=["x", None]),
+                      name_in_message=False)
+    n += refuses_each(MC.repetitions_until_success, dict(el=el, pred=None, boost=1.0, target=2.0, reps=2, cap=10,
+                                                        seed=0), dict(
+        target=list(BAD_REAL), reps=[0, *BAD_INT], cap=[0, *BAD_INT, *HUGE_SIZES], boost=[0.5, NAN], t=[1, *BAD_INT],
+        seed=[-1, "0"]))
+    n += refuses_each(MC.bootstrap_band, dict(x=[1.0, 2.0, 3.0], n_boot=10), dict(
+        x=[[], [1.0, NAN], [[1.0, 2.0]], "x", None], level=[0.0, 1.0, *BAD_PROB], n_boot=[0, *BAD_INT, *HUGE_SIZES],
+        seed=[-1, "0"]))
+    n += refuses_each(MC.cut_mask, dict(el=el, side=side), dict(side=[side[:-1], side * 0.5, side * 2, None]))
+    n += refuses_each(MC.sample_to_budget, dict(w=el.w, pool=np.arange(3), budget=2.0, g=np.random.default_rng(0)),
+                      dict(pool=[[-1], [len(el.w)], [0.5]], budget=[NAN, "1", None], sampler=["x"], tol=[-1.0, NAN],
+                           w=[-el.w, np.full(len(el.w), NAN)]))
+    n += refuses_each(MC.karger_batch, dict(el=el, pred=None, boost=1.0, t=2, seed=0, trials=3), dict(
+        trials=[0, *BAD_INT, *HUGE_SIZES], t=[1, *BAD_INT], boost=[0.5, NAN]))
+    n += refuses_each(MC.karger_values, dict(el=el, pred=None, boost=1.0, t=2, seed=0, trial_ids=[0, 1]), dict(
+        trial_ids=[[-1], [0.5], [[0]], "x"], t=[1], boost=[0.5]))
+    n += refuses_each(MC.boosted_schedule, dict(trials=3, pred=None, robust=True), dict(trials=[-1, *BAD_INT]))
+    assert n > 200
+
+
+@settings(max_examples=10)
+@given(x=hnp.arrays(np.float64, st.integers(1, 20), elements=st.floats(-1e6, 1e6)))
+def test_bootstrap_band_float32_noncontig_list(x):
+    ref = MC.bootstrap_band(x, n_boot=50)
+    assert same(MC.bootstrap_band(non_contiguous(x), n_boot=50), ref)
+    assert same(MC.bootstrap_band(x.tolist(), n_boot=50), ref)
+    x32 = x.astype(np.float32)
+    assert same(MC.bootstrap_band(x32, n_boot=50), MC.bootstrap_band(x32.astype(np.float64), n_boot=50))
+
+
+@settings(max_examples=10)
+@given(seed=st.integers(0, 2**31), n=st.integers(2, 9))
+def test_min_cut_mask_kinds_agree(seed, n):
+    """A side mask as bool, 0/1 ints, 0/1 floats or a non-contiguous view gives the same cut_mask."""
+    G = nx.gnm_random_graph(n, 2 * n, seed=seed)
+    el = MC.as_edge_list(G) if G.number_of_edges() else None
+    if el is None:
+        return
+    side = np.random.default_rng(seed).random(n) < 0.5
+    ref = MC.cut_mask(el, side)
+    for s in (side.astype(int), side.astype(np.float32), side.tolist(), non_contiguous(side)):
+        assert np.array_equal(MC.cut_mask(el, s), ref)
+
+
+# ------------------------------------------------------------------------------------------------------------- mnl
+from icml25nb.bandits import mnl as MN  # noqa: E402
+
+_U, _R = np.array([0.5, -0.2, 0.1, 0.3]), np.array([1.0, 0.5, 0.8, 0.2])
+
+
+def test_defect_mnl_wrong_answers():
+    """Answered wrongly before: assortment_revenue with S=[-1] (the last item), S=[0, 0] (counted twice), S=[0.7]
+    (item 0); top_k / optimal_assortment with K=2.7 or '2' (truncated / parsed); mnl_probs(['1', '2']) (parsed);
+    ChoiceHistory.add with choice 2 of 2 items (a padded slot chosen) or -3 (recorded as no purchase);
+    round_grad_hess with choice -2 (wrapped to the last item); reward_variance with p < 0; project_ball with
+    B = -1 or NaN; fit_mle with lam = NaN (NaN estimate) or -1; OFUMNLpp(refresh=2.5) / UCBMNL(refit_every=1.5)
+    (truncated); run_bandit(T=True)."""
+    assert_refused(MN.assortment_revenue, _U, _R, [-1], name="S")
+    assert_refused(MN.assortment_revenue, _U, _R, [0, 0], name="S")
+    assert_refused(MN.assortment_revenue, _U, _R, [0.7], name="S")
+    assert_refused(MN.top_k, _U, 2.7, name="K")
+    assert_refused(MN.top_k, _U, "2", name="K")
+    assert_refused(MN.optimal_assortment, _U, _R, 1.5, name="K")
+    assert_refused(MN.mnl_probs, ["1", "2"], name="utilities")
+    h = MN.ChoiceHistory(2, 3)
+    assert_refused(h.add, np.ones((2, 2)), 2, name="choice")
+    assert_refused(h.add, np.ones((2, 2)), -3, name="choice")
+    assert h.n == 0
+    assert_refused(MN.round_grad_hess, np.zeros(2), np.ones((3, 2)), -2, name="choice")
+    assert_refused(MN.reward_variance, np.array([0.5, -0.5, 1.0]), np.array([1.0, 2.0]), name="p")
+    assert_refused(MN.project_ball, np.ones(2), np.eye(2), -1.0, name="B")
+    assert_refused(MN.project_ball, np.ones(2), np.eye(2), NAN, name="B")
+    h.add(np.ones((2, 2)), 0)
+    assert_refused(MN.fit_mle, h, NAN, np.zeros(2), name="lam")
+    assert_refused(MN.fit_mle, h, -1.0, np.zeros(2), name="lam")
+    assert_refused(MN.OFUMNLpp, 2, 2, refresh=2.5, name="refresh")
+    assert_refused(MN.UCBMNL, 2, 2, refit_every=1.5, name="refit_every")
+    env = MN.MNLEnv(10, 2, 2)
+    assert_refused(MN.run_bandit, env, MN.OFUMNLpp(2, 2), True, name="T")
+    assert_refused(MN.run_lockstep, [env], 2, refresh=1.5, name="refresh")
+
+
+def test_defect_mnl_crashes():
+    """Crashed before: beta_pp with lam=0 or delta=0, ucb_mnl_alpha(d=0), beta_m2nl(delta=0): ZeroDivisionError;
+    beta_plus(B=nan) / ofu_pp_constants(B=nan): NaN; optimal_assortment([], []) and assortment_revenue with a short
+    r: IndexError; round_grad_hess(choice=3 of 3): IndexError; ChoiceHistory(capacity=0).add: IndexError;
+    best_assortment_bruteforce on 60 items, K=30: ran for hours; MNLEnv(N=1e9), ChoiceHistory(1e6, 1e6),
+    OFUMNLpp(d=1e6), run_bandit / run_lockstep(T=1e12): MemoryError; interleaved_round_time(reps=0): NaN."""
+    assert_refused(MN.beta_pp, 1, 2, 2, 1.0, 0.0, name="lam")
+    assert_refused(MN.beta_pp, 1, 2, 2, 1.0, 1.0, 0.0, name="delta")
+    assert_refused(MN.ucb_mnl_alpha, 1, 0, 2, name="d")
+    assert_refused(MN.beta_m2nl, 1, 2, 2, 1.0, 0.0, name="delta")
+    assert_refused(MN.beta_plus, 1, 2, 2, NAN, name="B")
+    assert_refused(MN.ofu_pp_constants, 2, 2, NAN, name="B")
+    assert MN.optimal_assortment([], [], 2).size == 0
+    assert_refused(MN.assortment_revenue, _U, _R[:2], [2], name="r")
+    assert_refused(MN.round_grad_hess, np.zeros(2), np.ones((3, 2)), 3, name="choice")
+    assert_refused(MN.ChoiceHistory, 2, 3, capacity=0, name="capacity")
+    assert_refused(MN.best_assortment_bruteforce, np.zeros(60), np.linspace(0, 1, 60), 30, name="u", timeout=5)
+    assert_refused(MN.MNLEnv, 10**9, 2, 5, name="N")
+    assert_refused(MN.ChoiceHistory, 10**6, 10**6, name="capacity")
+    assert_refused(MN.OFUMNLpp, 10**6, 2, name="d")
+    env = MN.MNLEnv(10, 2, 2)
+    assert_refused(MN.run_bandit, env, MN.OFUMNLpp(2, 2), 10**12, name="T")
+    assert_refused(MN.run_lockstep, [env], 10**12, name="T")
+    assert_refused(MN.interleaved_round_time, {"a": MN.OFUMNLpp(2, 2)}, *env.contexts(1), reps=0, name="reps")
+
+
+def test_mnl_refuses_each():
+    n = 0
+    bad_arr = [[NAN, 1.0, 0.0, 0.0], [[0.5, 0.2, 0.1, 0.3]], "x", None, ["1", "2", "3", "4"], [1j, 0, 0, 0]]
+    n += refuses_each(MN.mnl_probs, dict(utilities=_U), dict(utilities=[[NAN], [INF], [[1.0]], "x", None, ["1"]]))
+    n += refuses_each(MN.top_k, dict(scores=_U, K=2), dict(K=[0, -1, *BAD_INT], scores=[[NAN, 1.0], [[1.0]], "x"]))
+    for fn in (MN.assortment_revenue,):
+        n += refuses_each(fn, dict(u=_U, r=_R, S=[0, 2]), dict(
+            u=bad_arr, r=[_R[:2], np.r_[_R, 1.0], [NAN] * 4, "x"], S=[[-1], [4], [0, 0], [0.5], [[0]], "x", None]))
+    for fn in (MN.optimal_assortment, MN.assortment_lp, MN.best_assortment_bruteforce):
+        n += refuses_each(fn, dict(u=_U, r=_R, K=2), dict(u=bad_arr, r=[_R[:2], [NAN] * 4, "x"], K=[0, *BAD_INT]))
+    n += refuses_each(MN.check_assortment, dict(S=[0, 1], N=4, K=2), dict(
+        S=[[], [0, 0], [-1], [4], [0.0], [0, 1, 2]], N=[0, *BAD_INT], K=[0, *BAD_INT]), name_in_message=False)
+    n += refuses_each(MN.MNLEnv, dict(N=10, K=2, d=2), dict(
+        N=[0, *BAD_INT, *HUGE_SIZES], K=[0, 11, *BAD_INT], d=[0, *BAD_INT], B=[0.0, -1.0, *BAD_REAL],
+        rewards=["x", None], seed=[-1, "0", 1.5], theta_star=[[NAN, 0.0], [0.1], [3.0, 0.0], "x"]),
+        name_in_message=False)
+    n += refuses_each(MN.round_grad_hess, dict(theta=np.zeros(2), X_S=np.ones((3, 2)), choice=0), dict(
+        theta=[np.zeros(3), [NAN, 0.0], "x"], X_S=[np.ones(2), [[NAN, 1.0]], "x"], choice=[-2, 3, *BAD_INT]))
+    n += refuses_each(MN.ChoiceHistory, dict(d=2, K=3), dict(
+        d=[0, *BAD_INT], K=[0, *BAD_INT], capacity=[0, *BAD_INT, *HUGE_SIZES]))
+    h = MN.ChoiceHistory(2, 3)
+    n += refuses_each(h.add, dict(X_S=np.ones((2, 2)), choice=0), dict(
+        X_S=[np.ones((4, 2)), np.ones((2, 3)), np.ones((0, 2)), [[NAN, 1.0]], "x"], choice=[-2, 2, *BAD_INT]),
+        name_in_message=False)
+    h.add(np.ones((2, 2)), 0)
+    n += refuses_each(h.nll, dict(theta=np.zeros(2)), dict(theta=[np.zeros(3), [NAN, 0.0]], lam=[-1.0, *BAD_REAL]))
+    n += refuses_each(MN.project_ball, dict(theta=np.ones(2), M=np.eye(2), B=1.0), dict(
+        theta=[[NAN, 1.0], "x"], M=[np.eye(3), np.full((2, 2), NAN)], B=[0.0, -1.0, NAN, "1", None]))
+    n += refuses_each(MN.omd_step, dict(theta=np.zeros(2), H=np.eye(2), X_S=np.ones((2, 2)), choice=0, eta=1.0,
+                                        B=1.0), dict(
+        H=[np.eye(3)], eta=[0.0, -1.0, *BAD_REAL], B=[0.0, NAN], choice=[-2, 2, *BAD_INT]))
+    radius_bad = dict(t=[0, -1, *BAD_INT], d=[0, *BAD_INT], K=[0, *BAD_INT], B=[0.0, -1.0, *BAD_REAL])
+    n += refuses_each(MN.beta_pp, dict(t=1, d=2, K=2, B=1.0, lam=1.0), dict(
+        **radius_bad, lam=[0.0, -1.0, *BAD_REAL], delta=[0.0, 1.0, *BAD_REAL], eta=[0.0, NAN, "1"]))
+    n += refuses_each(MN.beta_plus, dict(t=1, d=2, K=2), dict(**radius_bad, lam=[0.0, NAN], eta=[0.0, NAN]))
+    n += refuses_each(MN.beta_m2nl, dict(t=1, d=2, K=2, B=1.0), dict(**radius_bad, delta=[0.0, 1.0, *BAD_REAL]))
+    n += refuses_each(MN.ucb_mnl_alpha, dict(t=1, d=2, K=2), dict(t=radius_bad["t"], d=radius_bad["d"],
+                                                                  K=radius_bad["K"]))
+    n += refuses_each(MN.ofu_pp_constants, dict(d=2, K=2, B=1.0), dict(
+        d=radius_bad["d"], K=radius_bad["K"], B=radius_bad["B"], delta=[0.0, 1.0, NAN]))
+    n += refuses_each(MN.ofu_plus_constants, dict(d=2, K=2, B=1.0), dict(
+        d=radius_bad["d"], K=radius_bad["K"], B=radius_bad["B"]))
+    for cls in (MN.OFUMNLpp, MN.OFUMNLplus, MN.OFUMNLppBetaPlus, MN.OFUMNLppBetaPlusOwn):
+        n += refuses_each(cls, dict(d=2, K=2), dict(
+            d=[0, *BAD_INT, 10**6], K=[0, *BAD_INT], B=[0.0, *BAD_REAL], eta=[0.0, NAN, "1"], lam=[0.0, NAN],
+            beta_scale=[0.0, NAN], delta=[0.0, NAN], refresh=[-1, *BAD_INT], backend=["gpu", None]),
+            name_in_message=False)
+    for cls in (MN.UCBMNL, MN.TSMNL):
+        n += refuses_each(cls, dict(d=2, K=2), dict(d=[0, *BAD_INT], K=[0, *BAD_INT], lam=[0.0, *BAD_REAL],
+                                                    alpha_scale=[0.0, NAN], refit_every=[0, *BAD_INT]),
+                          name_in_message=False)
+    n += refuses_each(MN.OFUM2NL, dict(d=2, K=2), dict(B=[0.0, *BAD_REAL], lam=[0.0, NAN], delta=[0.0, NAN],
+                                                      refit_every=[0, *BAD_INT]))
+    n += refuses_each(MN.fit_mle, dict(history=h, lam=1.0, theta0=np.zeros(2)), dict(
+        history=[None, "h"], lam=[-1.0, *BAD_REAL], theta0=[np.zeros(3), [NAN, 0.0]], B=[0.0, NAN],
+        tol=[-1.0, NAN], max_iter=[-1, *BAD_INT]))
+    n += refuses_each(MN.reward_variance, dict(p=np.array([0.2, 0.3, 0.5]), r=np.array([1.0, 2.0])), dict(
+        p=[[0.5, 0.5], [-0.1, 0.6, 0.5], [NAN, 0.5, 0.5], "x"], r=[[[1.0, 2.0]], [NAN, 1.0], "x"]))
+    env = MN.MNLEnv(10, 2, 2)
+    a = MN.OFUMNLpp(2, 2)
+    n += refuses_each(MN.run_bandit, dict(env=env, agent=a, T=2), dict(T=[0, *BAD_INT, *HUGE_SIZES]))
+    n += refuses_each(MN.run_lockstep, dict(envs=[env], T=2), dict(
+        T=[0, *BAD_INT, *HUGE_SIZES], refresh=[-1, *BAD_INT], envs=[[], ["x"]]), name_in_message=False)
+    X, r = env.contexts(1)
+    n += refuses_each(a.select, dict(X=X, r=r), dict(
+        X=[X[:, :1], np.full_like(X, NAN), "x"], r=[r[:-1], -r, np.full_like(r, NAN)]), name_in_message=False)
+    n += refuses_each(a.update, dict(X_S=X[:2], choice=0), dict(
+        X_S=[X[:3], X[:0], X[:2, :1], np.full((2, 2), NAN)], choice=[-2, 2, *BAD_INT]), name_in_message=False)
+    n += refuses_each(MN.interleaved_round_time, dict(agents={"a": a}, X=X, r=r, reps=1), dict(reps=[0, *BAD_INT]))
+    assert n > 300
+
+
+@settings(max_examples=15)
+@given(u=hnp.arrays(np.float64, st.integers(1, 8), elements=st.floats(-3, 3)),
+       data=st.data(), K=st.integers(1, 5))
+def test_mnl_assortment_dtypes_agree(u, data, K):
+    """The optimum (Dinkelbach) equals brute force and the LP; float32 / non-contiguous / list inputs give the
+    float64 answer."""
+    r = data.draw(hnp.arrays(np.float64, u.shape, elements=st.floats(0, 1)))
+    S = MN.optimal_assortment(u, r, K)
+    best = MN.assortment_revenue(u, r, MN.best_assortment_bruteforce(u, r, K))
+    assert MN.assortment_revenue(u, r, S) >= best * (1 - 1e-9) - 1e-12
+    assert np.array_equal(MN.optimal_assortment(non_contiguous(u), non_contiguous(r), K), S)
+    assert np.array_equal(MN.optimal_assortment(u.tolist(), r.tolist(), K), S)
+    u32, r32 = u.astype(np.float32), r.astype(np.float32)
+    assert np.array_equal(MN.optimal_assortment(u32, r32, np.int64(K)),
+                          MN.optimal_assortment(u32.astype(float), r32.astype(float), K))
+    p = MN.mnl_probs(u)
+    assert same(MN.mnl_probs(non_contiguous(u)), p) and same(MN.mnl_probs(u.tolist()), p)
