@@ -374,6 +374,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                         'icml25nb/bandits/vmf.py'),
                                       'icml25nb.bandits.vmf._as_probs': ('bandits/vmf.html#_as_probs', 'icml25nb/bandits/vmf.py'),
                                       'icml25nb.bandits.vmf._check_actions': ('bandits/vmf.html#_check_actions', 'icml25nb/bandits/vmf.py'),
+                                      'icml25nb.bandits.vmf._check_index': ('bandits/vmf.html#_check_index', 'icml25nb/bandits/vmf.py'),
                                       'icml25nb.bandits.vmf._check_kappa': ('bandits/vmf.html#_check_kappa', 'icml25nb/bandits/vmf.py'),
                                       'icml25nb.bandits.vmf._check_unit': ('bandits/vmf.html#_check_unit', 'icml25nb/bandits/vmf.py'),
                                       'icml25nb.bandits.vmf._timed': ('bandits/vmf.html#_timed', 'icml25nb/bandits/vmf.py'),

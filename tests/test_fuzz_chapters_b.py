@@ -50,7 +50,8 @@ def test_defect_planted_cut_graph_hang():
 def test_defect_mincut_huge_sizes(ring):
     """min_cut / success_rate with trials=1e12, bootstrap_band(n_boot=1e12), matching_graph(n=1e7),
     boosted_success_bound(n=1e12), as_edge_list((1e12, [], [], [])): MemoryError; ring_of_cliques(k=1e9),
-    related_ring_instances(count=1e12), matching_graph(k=1e12): ran for minutes. Now refused up front."""
+    related_ring_instances(count=1e12), matching_graph(k=1e12), repetitions_until_success(target=-1, cap=1e12) (a
+    target no cut reaches: reps * cap trials): ran for minutes. Now refused up front."""
     G, el, _ = ring
     assert_refused(MC.min_cut, G, trials=10**12, name="trials", timeout=5)
     assert_refused(MC.success_rate, G, 2.0, trials=10**12, name="trials", timeout=5)
@@ -61,7 +62,7 @@ def test_defect_mincut_huge_sizes(ring):
     assert_refused(MC.as_edge_list, (10**12, np.zeros(0, int), np.zeros(0, int), []), name="n", timeout=5)
     assert_refused(MC.ring_of_cliques, 10**9, 3, 2, 1, name="k", timeout=5)
     assert_refused(MC.related_ring_instances, 10**12, 4, 3, name="count", timeout=5)
-    assert_refused(MC.repetitions_until_success, el, None, 1.0, -1.0, 2, 10**12, 0, name="cap", timeout=5)
+    assert_refused(MC.repetitions_until_success, el, None, 1.0, -1.0, 2, 10**12, 0, name="target", timeout=5)
 
 
 def test_defect_mincut_wrong_answers(ring):
@@ -131,7 +132,7 @@ def test_mincut_refuses_each(ring):
                       name_in_message=False)
     n += refuses_each(MC.repetitions_until_success, dict(el=el, pred=None, boost=1.0, target=2.0, reps=2, cap=10,
                                                         seed=0), dict(
-        target=list(BAD_REAL), reps=[0, *BAD_INT], cap=[0, *BAD_INT, *HUGE_SIZES], boost=[0.5, NAN], t=[1, *BAD_INT],
+        target=[-1.0, *BAD_REAL], reps=[0, *BAD_INT, *HUGE_SIZES], cap=[0, *BAD_INT], boost=[0.5, NAN], t=[1, *BAD_INT],
         seed=[-1, "0"]))
     n += refuses_each(MC.bootstrap_band, dict(x=[1.0, 2.0, 3.0], n_boot=10), dict(
         x=[[], [1.0, NAN], [[1.0, 2.0]], "x", None], level=[0.0, 1.0, *BAD_PROB], n_boot=[0, *BAD_INT, *HUGE_SIZES],
@@ -325,3 +326,132 @@ def test_mnl_assortment_dtypes_agree(u, data, K):
                           MN.optimal_assortment(u32.astype(float), r32.astype(float), K))
     p = MN.mnl_probs(u)
     assert same(MN.mnl_probs(non_contiguous(u)), p) and same(MN.mnl_probs(u.tolist()), p)
+
+
+# ------------------------------------------------------------------------------------------------------------- vmf
+from icml25nb.bandits import vmf as VM  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cat():
+    A = VM.uniform_catalogue(40, 3, seed=0)
+    return A, A[0], VM.build_index(A)
+
+
+def test_defect_vmf_wrong_answers(cat):
+    """Answered wrongly before: sample_vmf(kappa='5' or True) (parsed as 5.0 / 1.0); normalize_rows(['1', '2']);
+    nucleus_k(mass='0.5'); cosine_density(kappa=nan) (NaN), of a = NaN (0.0), d=1 (a density for a law that
+    does not exist); truncated_boltzmann_sample / subsample_boltzmann_sample(size=2.5) (truncated to 2);
+    subsample_boltzmann_sample of non-unit actions (answered); subsample_boltzmann_probs(reps=0) (all NaN),
+    reps=2.5 (truncated); similarity_histogram with a NaN similarity (put in bin 0); action_tv(['0.5', '0.5']);
+    digits_catalogue(dim=100) (64 columns, silently); g_quantile_edges(bins=0) ([1.0])."""
+    A, V, idx = cat
+    assert_refused(VM.sample_vmf, V, "5", name="kappa")
+    assert_refused(VM.sample_vmf, V, True, name="kappa")
+    assert_refused(VM.normalize_rows, ["1", "2"], name="X")
+    assert_refused(VM.nucleus_k, V, A, 5.0, "0.5", name="mass")
+    assert_refused(VM.cosine_density, [0.5], 3, NAN, name="kappa")
+    assert_refused(VM.cosine_density, [NAN], 3, 5.0, name="a")
+    assert_refused(VM.cosine_density, [0.5], 1, 5.0, name="d")
+    assert_refused(VM.truncated_boltzmann_sample, V, idx, 5.0, 3, 2.5, name="size")
+    assert_refused(VM.subsample_boltzmann_sample, V, A, 5.0, 3, 2.5, name="size")
+    assert_refused(VM.subsample_boltzmann_sample, V, 2 * A, 5.0, 3, name="A")
+    assert_refused(VM.subsample_boltzmann_probs, V, A, 5.0, 3, 0, name="reps")
+    assert_refused(VM.subsample_boltzmann_probs, V, A, 5.0, 3, 2.5, name="reps")
+    assert_refused(VM.similarity_histogram, [NAN, 0.5], [0.5, 0.5], name="sims")
+    assert_refused(VM.action_tv, ["0.5", "0.5"], [0.5, 0.5], name="p")
+    assert_refused(VM.digits_catalogue, 100, name="dim")
+    assert_refused(VM.g_quantile_edges, 3, 5.0, 0, name="bins")
+
+
+def test_defect_vmf_crashes(cat):
+    """Crashed before: sample_vmf / boltzmann_sample / subsample_boltzmann_sample(size=1e12),
+    subsample_boltzmann_probs(k=1e12), uniform_catalogue(n=1e12): MemoryError; mean_cosine(tol=nan or
+    max_terms=0): RuntimeError; truncated_boltzmann_sample(index=None) / vmf_explore(index='x'): AttributeError."""
+    A, V, idx = cat
+    assert_refused(VM.sample_vmf, V, 5.0, 10**12, name="size")
+    assert_refused(VM.boltzmann_sample, V, A, 5.0, 10**12, name="size")
+    assert_refused(VM.subsample_boltzmann_sample, V, A, 5.0, 3, 10**12, name="size")
+    assert_refused(VM.subsample_boltzmann_probs, V, A, 5.0, 10**12, 2, name="k")
+    assert_refused(VM.uniform_catalogue, 10**12, 3, name="n")
+    assert_refused(VM.mean_cosine, 3, 5.0, NAN, name="tol")
+    assert_refused(VM.mean_cosine, 3, 5.0, 1e-15, 0, name="max_terms")
+    assert_refused(VM.truncated_boltzmann_sample, V, None, 5.0, 3, name="index")
+    assert_refused(VM.vmf_explore, V, "x", 5.0, name="index")
+
+
+def test_vmf_refuses_each(cat):
+    A, V, idx = cat
+    n = 0
+    bad_V = [V[:2], 2 * V, np.full(3, NAN), [[*V]], "x", None, ["1", "0", "0"]]
+    bad_A = [2 * A, A[:, :2], A[0], np.full((3, 3), NAN), np.zeros((0, 3)), "x", None]
+    kap = [0.0, -1.0, *BAD_REAL]
+    n += refuses_each(VM.normalize_rows, dict(X=A), dict(X=[np.zeros((2, 3)), [[NAN, 1.0]], [], "x", None,
+                                                            np.ones((2, 2, 2))]))
+    n += refuses_each(VM.sample_vmf, dict(mu=V, kappa=5.0), dict(
+        mu=bad_V, kappa=kap, size=[-1, *BAD_INT, *HUGE_SIZES], seed=[-1, "0", 1.5], backend=["gpu", None]))
+    n += refuses_each(VM.mean_cosine, dict(d=3, kappa=5.0), dict(d=[1, *BAD_INT], kappa=kap,
+                                                                 tol=[0.0, -1.0, *BAD_REAL], max_terms=[0, *BAD_INT]))
+    n += refuses_each(VM.cosine_density, dict(a=[0.5], d=3, kappa=5.0), dict(
+        a=[[NAN], "x", None], d=[1, *BAD_INT], kappa=kap))
+    for fn in (VM.boltzmann_probs, VM.BoltzmannSampler):
+        n += refuses_each(fn, dict(V=V, A=A, kappa=5.0) if fn is VM.boltzmann_probs else dict(A=A, kappa=5.0),
+                          dict(A=bad_A, kappa=kap), name_in_message=False)
+    n += refuses_each(VM.boltzmann_probs, dict(V=V, A=A, kappa=5.0), dict(V=bad_V), name_in_message=False)
+    n += refuses_each(VM.truncated_boltzmann_probs, dict(V=V, A=A, kappa=5.0, k=3), dict(
+        V=bad_V, A=bad_A, kappa=kap, k=[0, 41, *BAD_INT]), name_in_message=False)
+    n += refuses_each(VM.nucleus_k, dict(V=V, A=A, kappa=5.0, mass=0.5), dict(mass=[0.0, 1.5, *BAD_REAL]))
+    n += refuses_each(VM.boltzmann_sample, dict(V=V, A=A, kappa=5.0), dict(
+        size=[-1, *BAD_INT, *HUGE_SIZES], seed=[-1, "0"], kappa=kap), name_in_message=False)
+    n += refuses_each(VM.build_index, dict(A=A), dict(A=bad_A, kind=["x", None]), name_in_message=False)
+    for kind in ("kdtree", "brute"):
+        ix = VM.build_index(A, kind)
+        n += refuses_each(ix.query, dict(Q=A[:2]), dict(Q=[A[:2, :2], np.full((2, 3), NAN), "x", None]),
+                          name_in_message=False)
+        n += refuses_each(ix.topk, dict(q=V, k=3), dict(q=[V[:2], [NAN] * 3, "x"], k=[0, 41, *BAD_INT]))
+    n += refuses_each(VM.truncated_boltzmann_sample, dict(V=V, index=idx, kappa=5.0, k=3), dict(
+        V=bad_V, index=[None, A, "x"], kappa=kap, k=[0, 41, *BAD_INT], size=[-1, *BAD_INT, *HUGE_SIZES]),
+        name_in_message=False)
+    n += refuses_each(VM.subsample_boltzmann_sample, dict(V=V, A=A, kappa=5.0, k=3), dict(
+        V=bad_V, A=bad_A, kappa=kap, k=[0, *BAD_INT], size=[-1, *BAD_INT, *HUGE_SIZES]), name_in_message=False)
+    n += refuses_each(VM.subsample_boltzmann_probs, dict(V=V, A=A, kappa=5.0, k=3, reps=2), dict(
+        V=bad_V, A=bad_A, kappa=kap, k=[0, *BAD_INT, 10**12], reps=[0, *BAD_INT]), name_in_message=False)
+    n += refuses_each(VM.vmf_explore, dict(V=V, index=idx, kappa=5.0), dict(
+        V=bad_V, index=[None, A], kappa=kap, size=[-1, *BAD_INT, *HUGE_SIZES]), name_in_message=False)
+    sims, p = A @ V, np.full(40, 1 / 40)
+    n += refuses_each(VM.similarity_histogram, dict(sims=sims, p=p), dict(
+        sims=[[NAN] * 40, "x", None, sims[None]], p=[p[:-1], -p, np.zeros(40), [NAN] * 40, "x"],
+        bins=[0, *BAD_INT, *HUGE_SIZES]), name_in_message=False)
+    n += refuses_each(VM.similarity_binned_tv, dict(sims=sims, p=p, q=p), dict(q=[p[:-1], -p, "x"]))
+    n += refuses_each(VM.action_tv, dict(p=p, q=p), dict(p=[-p, [[0.5, 0.5]], "x", None], q=[p[:-1], -p, "x"]))
+    n += refuses_each(VM.uniform_catalogue, dict(n=5, d=3), dict(n=[0, *BAD_INT, *HUGE_SIZES], d=[0, *BAD_INT],
+                                                                 seed=[-1, "0"]), name_in_message=False)
+    n += refuses_each(VM.clustered_catalogue, dict(n=5, d=3, clusters=2), dict(
+        n=[0, *BAD_INT, *HUGE_SIZES], d=[1, *BAD_INT], clusters=[0, *BAD_INT, *HUGE_SIZES], kappa_c=kap,
+        seed=[-1, "0", 1.5]))
+    n += refuses_each(VM.digits_catalogue, dict(dim=3), dict(dim=[0, 1, 65, *BAD_INT]))
+    n += refuses_each(VM.g_quantile_edges, dict(d=3, kappa=5.0, bins=4), dict(
+        d=[1, *BAD_INT], kappa=kap, bins=[0, *BAD_INT, *HUGE_SIZES]))
+    assert n > 300
+
+
+@settings(max_examples=15)
+@given(X=hnp.arrays(np.float64, st.tuples(st.integers(2, 12), st.integers(2, 5)), elements=st.floats(-5, 5)),
+       kappa=st.floats(0.1, 50))
+def test_vmf_dtypes_agree(X, kappa):
+    """B-exp's probabilities and the similarity histogram: float32 / non-contiguous / list inputs give the float64
+    answer (on the same float32-rounded values); never NaN."""
+    if (np.linalg.norm(X, axis=1) < 1e-3).any():
+        return
+    A = VM.normalize_rows(X)
+    V = A[0]
+    p = VM.boltzmann_probs(V, A, kappa)
+    assert np.isfinite(p).all() and abs(p.sum() - 1) < 1e-9
+    assert same(VM.boltzmann_probs(non_contiguous(V), non_contiguous(A), kappa), p)
+    assert same(VM.boltzmann_probs(V.tolist(), A.tolist(), np.float32(kappa)),
+                VM.boltzmann_probs(V, A, float(np.float32(kappa))))
+    A32 = VM.normalize_rows(X.astype(np.float32))
+    assert same(VM.boltzmann_probs(A32[0], A32, kappa),
+                VM.boltzmann_probs(A32[0].astype(float), A32.astype(float), kappa))
+    h = VM.similarity_histogram(A @ V, p, 7)
+    assert same(VM.similarity_histogram((A @ V).tolist(), non_contiguous(p), np.int64(7)), h)

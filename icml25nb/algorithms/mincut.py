@@ -441,8 +441,8 @@ def repetitions_until_success(el: EdgeList, pred, boost: float, target: float, r
                               t: int = 2) -> np.ndarray:
     "Trials each of `reps` repetitions runs until a cut of value <= `target` (at most `cap`), read from one trial stream."
     reps, cap, t = _check_int("reps", reps, 1), _check_int("cap", cap, 1), _check_int("t", t, 2)
-    check_memory("cap", reps * cap, 32)  # a batch may hold every trial the repetitions left can run
-    target, boost, seed = check_float("target", target), _check_boost(boost), check_seed(seed)
+    check_memory("reps", reps, 64)
+    target, boost, seed = check_float("target", target, 0.0), _check_boost(boost), check_seed(seed)
     counts = np.empty(reps, dtype=np.int64)
     r = start = done = hits = 0  # repetitions finished, where the current one started, trials run, successes seen
     batch = 2 * reps
