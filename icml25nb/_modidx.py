@@ -531,6 +531,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                 'icml25nb/causal/gim.py'),
                                      'icml25nb.causal.gim.Unstructured.forward': ( 'causal/gim.html#unstructured.forward',
                                                                                    'icml25nb/causal/gim.py'),
+                                     'icml25nb.causal.gim._check_order': ('causal/gim.html#_check_order', 'icml25nb/causal/gim.py'),
+                                     'icml25nb.causal.gim._check_square': ('causal/gim.html#_check_square', 'icml25nb/causal/gim.py'),
                                      'icml25nb.causal.gim._data_loglik': ('causal/gim.html#_data_loglik', 'icml25nb/causal/gim.py'),
                                      'icml25nb.causal.gim._effective_shift': ('causal/gim.html#_effective_shift', 'icml25nb/causal/gim.py'),
                                      'icml25nb.causal.gim._evaluate': ('causal/gim.html#_evaluate', 'icml25nb/causal/gim.py'),

@@ -455,3 +455,97 @@ def test_vmf_dtypes_agree(X, kappa):
                 VM.boltzmann_probs(A32[0].astype(float), A32.astype(float), kappa))
     h = VM.similarity_histogram(A @ V, p, 7)
     assert same(VM.similarity_histogram((A @ V).tolist(), non_contiguous(p), np.int64(7)), h)
+
+
+# ------------------------------------------------------------------------------------------------------------- gim
+from icml25nb.causal import gim as GM  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def gimdata():
+    scm = GM.make_linear_scm(4, 0.5, seed=0)
+    data = GM.make_perturbation_family(scm, 4, 2, n_per_context=5, n_obs=20, n_test=5, descriptor_dim=3, seed=0)
+    return scm, data
+
+
+def test_defect_gim(gimdata):
+    """Before: topological_order of a (2, 3) matrix returned [1, 0]; order_violations with a repeated or negative
+    order counted garbage (1); fit_gim(order=[0, 0, 1, 2]) trained with an uninitialised mask; target_auroc with a
+    NaN score returned nan, with scores (1, 2) vs truth (2,) answered 1.0; hill of a NaN dose gave nan;
+    meanshift_scores with a constant observational node gave inf; fit_gim(rho_every=0 / log_every=0):
+    ZeroDivisionError; make_linear_scm(d=1e6), sample_scm(n=1e12), make_perturbation_family(n_test=1e10):
+    MemoryError; sample_scm(None): AttributeError; make_linear_scm(edge_prob='0.5'), hill(K='1'),
+    make_perturbation_family(max_targets='2'): TypeError naming nothing."""
+    scm, data = gimdata
+    assert_refused(GM.topological_order, np.zeros((2, 3)), name="W")
+    assert_refused(GM.order_violations, [0, 0, 1, 2], scm.W, name="order")
+    assert_refused(GM.order_violations, [-1, 0, 1, 2], scm.W, name="order")
+    assert_refused(GM.fit_gim, data, steps=1, order=[0, 0, 1, 2], name="order")
+    assert_refused(GM.target_auroc, [NAN, 1.0], [0, 1], name="scores")
+    assert_refused(GM.target_auroc, [[0.5, 1.0]], [0, 1], name="scores")
+    assert_refused(GM.hill, [NAN], 1.0, 2.0, name="c")
+    assert_refused(GM.meanshift_scores, data["ood"], np.ones((5, 4)), name="observational")
+    assert_refused(GM.fit_gim, data, steps=1, rho_every=0, name="rho_every")
+    assert_refused(GM.fit_gim, data, steps=1, log_every=0, name="log_every")
+    assert_refused(GM.make_linear_scm, 10**6, name="d", timeout=5)
+    assert_refused(GM.sample_scm, scm, None, 10**12, name="n")
+    assert_refused(GM.make_perturbation_family, scm, n_test=10**10, name="n_test")
+    assert_refused(GM.sample_scm, None, name="scm")
+    assert_refused(GM.make_linear_scm, 4, "0.5", name="edge_prob")
+    assert_refused(GM.hill, [1.0], "1", 2.0, name="K")
+    assert_refused(GM.make_perturbation_family, scm, max_targets="2", name="max_targets")
+
+
+def test_gim_refuses_each(gimdata):
+    scm, data = gimdata
+    n = 0
+    n += refuses_each(GM.topological_order, dict(W=scm.W), dict(W=[np.zeros((2, 3)), np.full((2, 2), NAN), "x",
+                                                                   None, np.zeros(3)]))
+    n += refuses_each(GM.make_linear_scm, dict(d=4), dict(
+        d=[0, *BAD_INT, *HUGE_SIZES], edge_prob=list(BAD_PROB), seed=[-1, "0"],
+        weight_range=[(1.5, 0.5), (NAN, 1.0), (-1.0, 1.0)], noise_range=[(0.0, 1.0), (1.0, 0.5), (0.5, INF)]))
+    n += refuses_each(GM.sample_scm, dict(scm=scm, n=3), dict(scm=[None, "x"], n=[0, *BAD_INT, *HUGE_SIZES],
+                                                             seed=[-1, "0"]))
+    n += refuses_each(GM.hill, dict(c=[0.5, 1.0], K=1.0, n=2.0), dict(
+        c=[[NAN], "x", None], K=[*BAD_REAL], n=[*BAD_REAL]))
+    n += refuses_each(GM.hill, dict(c=[0.5, 1.0], K=1.0, n=2.0), dict(c=[[-1.0]], K=[0.0, -1.0], n=[0.0]),
+                      name_in_message=False)
+    n += refuses_each(GM.make_perturbation_family, dict(scm=scm, n_train_drugs=2, n_new_drugs=1, n_per_context=3,
+                                                        n_obs=5, n_test=3, descriptor_dim=2), dict(
+        n_train_drugs=[0, *BAD_INT], n_new_drugs=[0, *BAD_INT], n_per_context=[0, *BAD_INT, *HUGE_SIZES],
+        n_obs=[0, *BAD_INT, *HUGE_SIZES], n_test=[0, *BAD_INT, *HUGE_SIZES], descriptor_dim=[0, *BAD_INT],
+        max_targets=[0, 5, *BAD_INT], train_doses=[(), (-1.0,), (NAN,), "x"], partial_doses=[(-1.0,), "x"],
+        seed=[-1, "0"]))
+    n += refuses_each(GM.order_violations, dict(order=[0, 1, 2, 3], W=scm.W), dict(
+        order=[[0, 0, 1, 2], [-1, 0, 1, 2], [0, 1, 2], [0, 1, 2, 4], [0.5, 1, 2, 3], "x"],
+        W=[np.zeros((4, 3)), np.full((4, 4), NAN)]))
+    n += refuses_each(GM.fit_gim, dict(data=data, steps=1), dict(
+        steps=[0, *BAD_INT, -1], lr=[0.0, -1.0, *BAD_REAL], lam_targets=[-1.0, NAN], lam_l1=[-1.0, NAN],
+        hidden=[0, *BAD_INT], rho_every=[0, *BAD_INT], threshold=[-1.0, NAN], log_every=[0, *BAD_INT],
+        order=[[0, 0, 1, 2], [0, 1, 2], [0, 1, 2, 9]], seed=[-1, "0"]))
+    n += refuses_each(GM.fit_unstructured, dict(data=data, steps=1), dict(
+        steps=[0, *BAD_INT], lr=[0.0, *BAD_REAL], hidden=[0, *BAD_INT], seed=[-1, "0"]))
+    n += refuses_each(GM.target_auroc, dict(scores=[0.1, 0.9], truth=[0, 1]), dict(
+        scores=[[NAN, 1.0], [[0.1, 0.9]], [0.1], "x", None], truth=[[0, 2], [1, 1], [0.5, 1.0], "x"]),
+        name_in_message=False)
+    n += refuses_each(GM.structural_hamming, dict(W_est=scm.W, W_true=scm.W), dict(
+        W_est=[np.zeros((3, 3)), np.zeros((4, 3)), np.full((4, 4), NAN), "x"], W_true=[np.zeros((4, 3)), None]),
+        name_in_message=False)
+    n += refuses_each(GM.meanshift_scores, dict(contexts=data["ood"], observational=data["observational"]), dict(
+        observational=[np.ones((5, 4)), np.zeros((1, 4)), np.full((5, 4), NAN), "x"], contexts=[[]]),
+        name_in_message=False)
+    assert n > 150
+
+
+@settings(max_examples=10)
+@given(scores=hnp.arrays(np.float64, st.integers(2, 30), elements=st.floats(-10, 10)), data=st.data())
+def test_target_auroc_dtypes_agree(scores, data):
+    truth = data.draw(hnp.arrays(np.int64, scores.shape, elements=st.integers(0, 1)))
+    if truth.min() == truth.max():
+        return
+    ref = GM.target_auroc(scores, truth)
+    assert 0 <= ref <= 1
+    assert ref == GM.target_auroc(non_contiguous(scores), truth.astype(bool))
+    assert ref == GM.target_auroc(scores.tolist(), truth.tolist())
+    s32 = scores.astype(np.float32)
+    assert GM.target_auroc(s32, truth) == GM.target_auroc(s32.astype(float), truth)
