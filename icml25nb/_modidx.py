@@ -613,6 +613,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                 'icml25nb/causal/mec.py'),
                                      'icml25nb.causal.mec._Graph.degree_in': ('causal/mec.html#_graph.degree_in', 'icml25nb/causal/mec.py'),
                                      'icml25nb.causal.mec._bits': ('causal/mec.html#_bits', 'icml25nb/causal/mec.py'),
+                                     'icml25nb.causal.mec._check_clique': ('causal/mec.html#_check_clique', 'icml25nb/causal/mec.py'),
                                      'icml25nb.causal.mec._check_dag': ('causal/mec.html#_check_dag', 'icml25nb/causal/mec.py'),
                                      'icml25nb.causal.mec._class_parts': ('causal/mec.html#_class_parts', 'icml25nb/causal/mec.py'),
                                      'icml25nb.causal.mec._clique_tree': ('causal/mec.html#_clique_tree', 'icml25nb/causal/mec.py'),

@@ -549,3 +549,70 @@ def test_target_auroc_dtypes_agree(scores, data):
     assert ref == GM.target_auroc(scores.tolist(), truth.tolist())
     s32 = scores.astype(np.float32)
     assert GM.target_auroc(s32, truth) == GM.target_auroc(s32.astype(float), truth)
+
+
+# ------------------------------------------------------------------------------------------------------------- mec
+from icml25nb.causal import mec as ME  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cliquetree():
+    G = ME.random_chordal_graph(8, 3, seed=0)
+    g = ME._Graph(G)
+    return G, ME._clique_tree(g, (1 << g.n) - 1)
+
+
+def test_defect_mec(cliquetree):
+    """Before: forbidden_prefixes(tree, -1) and components_flower(tree, -1) answered for the last clique (negative
+    wrap-around), p = m gave IndexError; phi(10**7, [1]) and random_chordal_graph(10**6, 1) (a complete graph of
+    5e11 edges) ran for minutes; phi('3', ...), phi(5, [1.5]), phi(-1, []) failed with unnamed TypeError/ValueError;
+    sample_dag_in_mec(size=1e12) ran until memory ran out."""
+    G, tree = cliquetree
+    assert_refused(ME.forbidden_prefixes, tree, -1, name="p")
+    assert_refused(ME.forbidden_prefixes, tree, tree.m, name="p")
+    assert_refused(ME.components_flower, tree, -1, name="root")
+    assert_refused(ME.SuperCliques.initial(tree).transfer, -1, name="i")
+    assert_refused(ME.phi, 10**7, [1], name="size", timeout=5)
+    assert_refused(ME.random_chordal_graph, 10**6, 1, name="n", timeout=5)
+    assert_refused(ME.phi, "3", [1], name="size")
+    assert_refused(ME.phi, 5, [1.5], name="chain")
+    assert_refused(ME.phi, -1, [], name="size")
+    assert_refused(ME.sample_dag_in_mec, G, size=10**12, name="size", timeout=5)
+
+
+def test_mec_refuses_each(cliquetree):
+    G, tree = cliquetree
+    n = 0
+    n += refuses_each(ME.phi, dict(size=5, chain=[1, 3]), dict(
+        size=[-1, 10**7, *BAD_INT], chain=[[1.5], "ab", None, 3, [0], ["1"]]))
+    n += refuses_each(ME.phi, dict(size=5, chain=[1, 3]), dict(chain=[[3, 1], [1, 5], [2, 2]]),
+                      name_in_message=False)
+    n += refuses_each(ME.forbidden_prefixes, dict(tree=tree, p=0), dict(p=[-1, tree.m, *BAD_INT], tree=[None, G]),
+                      name_in_message=False)
+    n += refuses_each(ME.components_flower, dict(tree=tree, root=0), dict(root=[-1, tree.m, *BAD_INT],
+                                                                         tree=[None]), name_in_message=False)
+    n += refuses_each(ME.random_chordal_graph, dict(n=6, n_cliques=2), dict(
+        n=[0, *BAD_INT, *HUGE_SIZES], n_cliques=[0, *BAD_INT], max_subtree=[0, *BAD_INT], seed=[-1, "0"]),
+        name_in_message=False)
+    for fn in (ME.count_amo_clique_picking, ME.count_amo_super_cliques, ME.count_amo_tree_per_root,
+               ME.count_amo_bruteforce, ME.n_maximal_cliques, ME.mec_size, ME.sample_dag_in_mec):
+        bad = [None, "x", nx.cycle_graph(5) if fn not in (ME.n_maximal_cliques, ME.count_amo_bruteforce) else None,
+               nx.MultiGraph([(0, 1), (0, 1)])]
+        n += refuses_each(fn, dict(G=G) if "G" in fn.__code__.co_varnames[:1] else {fn.__code__.co_varnames[0]: G},
+                          {fn.__code__.co_varnames[0]: bad}, name_in_message=False)
+    n += refuses_each(ME.sample_dag_in_mec, dict(dag_or_cpdag=G), dict(size=[0, *BAD_INT_OPT, *HUGE_SIZES],
+                                                                       seed=[-1, "0", 1.5]))
+    n += refuses_each(ME.dag_to_cpdag, dict(dag=nx.DiGraph([(0, 1)])), dict(
+        dag=[nx.DiGraph([(0, 1), (1, 0)]), nx.Graph([(0, 1)]), None, nx.DiGraph([(0, 0)])]), name_in_message=False)
+    assert n > 80
+
+
+@settings(max_examples=10)
+@given(n=st.integers(2, 7), k=st.integers(1, 4), seed=st.integers(0, 10**6))
+def test_mec_counts_agree(n, k, seed):
+    """The three counting algorithms equal brute force on small random chordal graphs; numpy-int arguments give the
+    same graph as Python ints."""
+    G = ME.random_chordal_graph(n, k, seed=seed)
+    assert nx.is_isomorphic(G, ME.random_chordal_graph(np.int64(n), np.int32(k), seed=np.int64(seed)))
+    ref = ME.count_amo_bruteforce(G)
+    assert ME.count_amo_clique_picking(G) == ME.count_amo_super_cliques(G) == ME.count_amo_tree_per_root(G) == ref
