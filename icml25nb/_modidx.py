@@ -907,6 +907,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                     'icml25nb/efficient/lowra.py'),
                                           'icml25nb.efficient.lowra._check_matrix': ( 'efficient/lowra.html#_check_matrix',
                                                                                       'icml25nb/efficient/lowra.py'),
+                                          'icml25nb.efficient.lowra._check_qts': ( 'efficient/lowra.html#_check_qts',
+                                                                                   'icml25nb/efficient/lowra.py'),
                                           'icml25nb.efficient.lowra._check_target': ( 'efficient/lowra.html#_check_target',
                                                                                       'icml25nb/efficient/lowra.py'),
                                           'icml25nb.efficient.lowra._codes': ('efficient/lowra.html#_codes', 'icml25nb/efficient/lowra.py'),

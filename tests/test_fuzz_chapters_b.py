@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import networkx as nx
+import torch.nn as nn
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -616,3 +617,107 @@ def test_mec_counts_agree(n, k, seed):
     assert nx.is_isomorphic(G, ME.random_chordal_graph(np.int64(n), np.int32(k), seed=np.int64(seed)))
     ref = ME.count_amo_bruteforce(G)
     assert ME.count_amo_clique_picking(G) == ME.count_amo_super_cliques(G) == ME.count_amo_tree_per_root(G) == ref
+
+
+# ----------------------------------------------------------------------------------------------------------- lowra
+from icml25nb.efficient import lowra as LR  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def lowra_w():
+    W = LR.heavy_tailed_matrix(8, 64, 0)
+    return W, LR.quantize(W, 2.0), LR.fit_codebooks(W)
+
+
+def test_defect_lowra(lowra_w):
+    """Before: nf_levels(4.0) / nf_levels(True) (NF4 / NF1 tables); normalize_blocks of a complex W (imaginary part
+    dropped) or of values beyond float32 (NaN output); fit_codebooks(bits=(1.5, 2)) / bits='124' (truncated /
+    parsed); quantize(target_bits='2' or True); weighted_lloyd_max(['1', '2'], ...); relative_error of (3, 1) vs (3,)
+    (broadcast to 0.0) or with NaN (nan); QuantLoRALinear(alpha=nan) (NaN outputs); shuffle_widths(key=1.5) and
+    shared_lloyd_error(bits=2.5) (truncated); stored_bytes_for(cols=0) (9 bytes); bit_accounting([]) /
+    bits_over_target([], 2) / shared_lloyd_error([]): ZeroDivisionError; quantize(row_bits=[3]*8 or a short list):
+    KeyError / IndexError; QuantLoRALinear(None) / effective_bits(None): AttributeError;
+    heavy_tailed_matrix(1e7, 1e6): MemoryError."""
+    W, qt, cb = lowra_w
+    assert_refused(LR.nf_levels, 4.0, name="bits")
+    assert_refused(LR.nf_levels, True, name="bits")
+    assert_refused(LR.normalize_blocks, W + 1j, name="W")
+    assert_refused(LR.normalize_blocks, W.astype(float) * 1e40, name="W")
+    assert_refused(LR.fit_codebooks, W, (1.5, 2), name="bits")
+    assert_refused(LR.fit_codebooks, W, "124", name="bits")
+    assert_refused(LR.quantize, W, "2", name="target_bits")
+    assert_refused(LR.quantize, W, True, name="target_bits")
+    assert_refused(LR.weighted_lloyd_max, ["1", "2"], [1, 1], 2, name="x")
+    assert_refused(LR.relative_error, np.ones((3, 1)), np.ones(3), name="W")
+    assert_refused(LR.relative_error, np.ones(3), [NAN, 1, 1], name="What")
+    assert_refused(LR.QuantLoRALinear, qt, alpha=NAN, name="alpha")
+    assert_refused(LR.shuffle_widths, [1, 2, 4], 0, 1.5, name="key")
+    assert_refused(LR.shared_lloyd_error, [W], 2.5, name="bits")
+    assert_refused(LR.stored_bytes_for, [2], 0, name="cols")
+    assert_refused(LR.bit_accounting, [], name="qts")
+    assert_refused(LR.bits_over_target, [], 2.0, name="qts")
+    assert_refused(LR.shared_lloyd_error, [], name="Ws")
+    assert_refused(LR.quantize, W, 2.0, row_bits=[3] * 8, name="row_bits")
+    assert_refused(LR.quantize, W, 2.0, row_bits=[2] * 7, name="row_bits")
+    assert_refused(LR.QuantLoRALinear, None, name="qt")
+    assert_refused(LR.effective_bits, None, name="qt")
+    assert_refused(LR.heavy_tailed_matrix, 10**7, 10**6, name="rows")
+
+
+def test_lowra_refuses_each(lowra_w):
+    W, qt, cb = lowra_w
+    n = 0
+    bad_W = [W[0], np.zeros((0, 64)), np.full((2, 64), NAN), W + 1j, "x", None, W * np.float64(1e40)]
+    n += refuses_each(LR.nf_levels, dict(bits=2), dict(bits=[0, 3, 5, *BAD_INT]))
+    n += refuses_each(LR.normalize_blocks, dict(W=W), dict(W=bad_W, blocksize=[0, 7, -1, *BAD_INT]))
+    n += refuses_each(LR.weighted_lloyd_max, dict(x=[0.1, 0.5, 0.9], w=[1, 1, 1], n_levels=2), dict(
+        x=[[], [NAN, 1, 1], ["1", "2", "3"], [0.1, 0.5]], w=[[-1, 1, 1], [NAN, 1, 1]],
+        n_levels=[1, *BAD_INT], iters=[-1, *BAD_INT]), name_in_message=False)
+    n += refuses_each(LR.fit_codebooks, dict(W=W), dict(W=bad_W, bits=[(), (3,), (1, 1), (1.5,), "124", 4, None],
+                                                        blocksize=[0, 7, *BAD_INT], iters=[-1, *BAD_INT]))
+    n += refuses_each(LR.assign_precision, dict(errors=cb.errors, sizes=cb.sizes, target_bits=2.0), dict(
+        errors=[cb.errors[:, :2], np.full_like(cb.errors, NAN), "x"], sizes=[cb.sizes[:-1], -cb.sizes, cb.sizes + 0.5],
+        target_bits=[0.5, 5.0, *BAD_REAL], method=["x", None], bits=[(3,), "124"]), name_in_message=False)
+    n += refuses_each(LR.quantize, dict(W=W), dict(
+        W=bad_W, target_bits=[0.5, 5.0, *BAD_REAL], blocksize=[0, 7, *BAD_INT], method=["x", None],
+        bits=[(3,), "124", (1.5,)], iters=[-1, *BAD_INT], row_bits=[[3] * 8, [2] * 7, [-1] * 8, "x"],
+        codebooks=["x", LR.fit_codebooks(W[:4])]), name_in_message=False)
+    n += refuses_each(LR.stored_bytes_for, dict(row_bits=[1, 2, 4], cols=64), dict(
+        row_bits=[[3], [0], [1.5], "x", [[1]]], cols=[0, *BAD_INT], blocksize=[0, 7, *BAD_INT]),
+        name_in_message=False)
+    n += refuses_each(LR.bit_accounting, dict(qts=[qt]), dict(qts=[[], None, "x", [W]]))
+    n += refuses_each(LR.bits_over_target, dict(qts=[qt], target_bits=2.0), dict(
+        qts=[[], None, [W]], target_bits=[-1.0, *BAD_REAL]))
+    n += refuses_each(LR.effective_bits, dict(qt=qt), dict(qt=[None, W, "x"]))
+    n += refuses_each(LR.code_target_for_total, dict(cbs=[cb], total_bits=3.0), dict(
+        cbs=[[], None, [W]], total_bits=[-1.0, *BAD_REAL], steps=[-1, *BAD_INT]))
+    n += refuses_each(LR.relative_error, dict(W=W, What=W), dict(W=[W[0], "x", None, np.full_like(W, NAN)],
+                                                                 What=[W[:2], np.full_like(W, INF)]))
+    n += refuses_each(LR.QuantLoRALinear, dict(qt=qt), dict(
+        qt=[None, W], rank=[-1, *BAD_INT], alpha=list(BAD_REAL), seed=[-1, "0"], bias=[np.zeros(3)]))
+    n += refuses_each(LR.shuffle_widths, dict(row_bits=[1, 2, 4], seed=0), dict(
+        row_bits=[[0], [1.5], "x"], seed=[-1, "0", 1.5], key=[-1, *BAD_INT]))
+    n += refuses_each(LR.shared_lloyd_error, dict(Ws=[W]), dict(
+        Ws=[[], None, W, [W[0]]], bits=[0, 5, *BAD_INT], iters=[-1, *BAD_INT]), name_in_message=False)
+    n += refuses_each(LR.heavy_tailed_matrix, dict(rows=4, cols=8), dict(
+        rows=[0, *BAD_INT, *HUGE_SIZES], cols=[0, *BAD_INT], seed=[-1, "0"]))
+    model = nn.Sequential(nn.Linear(64, 8))
+    n += refuses_each(LR.quantize_model, dict(model=model, skip=()), dict(
+        model=[None, W], target_bits=[0.5, *BAD_REAL[:-1]], rank=[-1, *BAD_INT], alpha=list(BAD_REAL),
+        total_bits=[-1.0, NAN, "3"], scope=["x"], method=["x"], iters=[-1, 2.5], seed=[-1, "0"]),
+        name_in_message=False)
+    assert n > 250
+
+
+@settings(max_examples=8)
+@given(W=hnp.arrays(np.float64, st.tuples(st.integers(1, 4), st.sampled_from([8, 16])),
+                    elements=st.floats(-10, 10, width=32)))
+def test_lowra_dtypes_agree(W):
+    """quantize / normalize_blocks give the same answer for float64, float32, non-contiguous and list inputs
+    holding the same (float32-representable) values; the decoded matrix is finite."""
+    ref = LR.quantize(W, 2.0, blocksize=8, method="greedy")
+    for v in (W.astype(np.float32), non_contiguous(W), W.tolist()):
+        q = LR.quantize(v, 2.0, blocksize=8, method="greedy")
+        assert np.array_equal(q.packed, ref.packed) and np.array_equal(q.bits, ref.bits)
+    assert np.isfinite(LR.dequantize(ref)).all()
+    assert same(LR.normalize_blocks(non_contiguous(W), 8), LR.normalize_blocks(W, 8))
