@@ -721,3 +721,75 @@ def test_lowra_dtypes_agree(W):
         assert np.array_equal(q.packed, ref.packed) and np.array_equal(q.bits, ref.bits)
     assert np.isfinite(LR.dequantize(ref)).all()
     assert same(LR.normalize_blocks(non_contiguous(W), 8), LR.normalize_blocks(W, 8))
+
+
+# ------------------------------------------------------------------------------------------------------- combimots
+from icml25nb.generative import combimots as CM  # noqa: E402
+
+_UW, _UN, _UP = np.ones((3, 2)), np.array([1.0, 2.0, 0.0]), np.full((3, 2), 0.5)
+
+
+def test_defect_combimots():
+    """Before: fingerprints('CCO') fingerprinted the characters C, C, O as three molecules; diversity('CCO') ran
+    for minutes; combimots_ucb / scalarised_ucb with c=nan or W=nan returned NaN, with P (3, 1) or N (1,) for 3
+    siblings broadcast into an answer, with N < 0: 'math domain error'; dominated_pairs of a NaN row counted 0,
+    of a 1-D F: IndexError; fingerprints(n_bits=6.4e12) / dominated_pairs of 1e6 rows: OverflowError /
+    MemoryError."""
+    assert_refused(CM.fingerprints, "CCO", name="smiles")
+    assert_refused(CM.diversity, "CCO", name="smiles", timeout=5)
+    assert_refused(CM.combimots_ucb, _UW, _UN, _UP, NAN, name="c")
+    assert_refused(CM.scalarised_ucb, _UW * NAN, _UN, _UP, 1.0, name="W")
+    assert_refused(CM.combimots_ucb, _UW, _UN, _UP[:, :1], 1.0, name="P")
+    assert_refused(CM.combimots_ucb, _UW, _UN[:1], _UP, 1.0, name="N")
+    assert_refused(CM.combimots_ucb, _UW, -_UN, _UP, 1.0, name="N")
+    assert_refused(CM.dominated_pairs, [[NAN, 1.0], [0.0, 0.0]], name="F")
+    assert_refused(CM.dominated_pairs, np.ones(3), name="F")
+    assert_refused(CM.fingerprints, ["CCO"], n_bits=64 * 10**11, name="n_bits")
+    assert_refused(CM.dominated_pairs, np.zeros((10**6, 2)), name="F")
+
+
+def test_combimots_refuses_each():
+    n = 0
+    for fn in (CM.combimots_ucb, CM.scalarised_ucb):
+        n += refuses_each(fn, dict(W=_UW, N=_UN, P=_UP, c=1.0), dict(
+            W=[_UW[0], np.zeros((0, 2)), _UW * NAN, "x", None], N=[-_UN, _UN[:1], [NAN] * 3, "x"],
+            P=[_UP[:, :1], _UP * INF, "x"], c=[-1.0, *BAD_REAL]))
+    n += refuses_each(CM.fingerprints, dict(smiles=["CCO", "c1ccccc1"]), dict(
+        smiles=["CCO", None, 3, ["CCO", "not a smiles"], [None]], radius=[-1, 2.5, "3", None],
+        n_bits=[0, 100, 2.5, "64", 64 * 10**11]), name_in_message=False)
+    n += refuses_each(CM.diversity, dict(smiles=["CCO", "c1ccccc1"]), dict(smiles=["CCO", None, ["CCO", "xx("]]))
+    n += refuses_each(CM.dominated_pairs, dict(F=[[1.0, 0.0], [0.0, 1.0]]), dict(
+        F=[np.ones(3), [[NAN, 1.0]], "x", None, np.zeros((10**6, 2))]))
+    n += refuses_each(CM.canonical_smiles, dict(smiles="CCO"), dict(smiles=["", None, 3, "not a smiles("]))
+    n += refuses_each(CM.draw_library, dict(n_blocks=4, seed=0), dict(n_blocks=[1, 61, *BAD_INT],
+                                                                       seed=[-1, "0", 1.5]), name_in_message=False)
+    space = CM.library_space(CM.draw_library(6, 0))
+    n += refuses_each(CM.library_space, dict(blocks=CM.draw_library(6, 0)), dict(order=["x", None]))
+    n += refuses_each(CM.ParetoMCTS, dict(space=space), dict(
+        space=[None, "x"], c=[-1.0, *BAD_REAL], max_reactions=[0, *BAD_INT], seed=[-1, "0"], objectives=[None, 3]),
+        name_in_message=False)
+    search = CM.RandomRollouts(space, seed=0)
+    n += refuses_each(search.run, dict(n_rollouts=1), dict(n_rollouts=[-1, *BAD_INT]))
+    prods = search.run(2)
+    if prods:
+        D = len(prods[0].scores)
+        n += refuses_each(CM.front_metrics, dict(products=prods), dict(
+            products=[[], "x", [1, 2]], ref=[[0.0] * (D + 1), [NAN] * D, "x"]), name_in_message=False)
+    assert n > 80
+
+
+@settings(max_examples=15)
+@given(W=hnp.arrays(np.float64, st.tuples(st.integers(1, 6), st.integers(1, 4)), elements=st.floats(0, 5)),
+       data=st.data(), c=st.floats(0, 20))
+def test_ucb_dtypes_agree(W, data, c):
+    """Both UCB rules: finite, and the same for float32 / non-contiguous / list inputs as for float64 arrays."""
+    N = data.draw(hnp.arrays(np.float64, W.shape[:1], elements=st.integers(0, 50).map(float)))
+    P = data.draw(hnp.arrays(np.float64, W.shape, elements=st.floats(0, 1)))
+    for fn in (CM.combimots_ucb, CM.scalarised_ucb):
+        ref = fn(W, N, P, c)
+        assert np.isfinite(ref).all()
+        assert same(fn(non_contiguous(W), non_contiguous(N), non_contiguous(P), c), ref)
+        assert same(fn(W.tolist(), N.astype(np.int64).tolist(), P.tolist(), c), ref)
+        W32, P32 = W.astype(np.float32), P.astype(np.float32)
+        assert same(fn(W32, N.astype(np.int32), P32, np.float32(c)),
+                    fn(W32.astype(float), N, P32.astype(float), float(np.float32(c))))
