@@ -459,6 +459,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                            'icml25nb/causal/crl_sanity.py'),
                                             'icml25nb.causal.crl_sanity._check_pair': ( 'causal/crl_sanity.html#_check_pair',
                                                                                         'icml25nb/causal/crl_sanity.py'),
+                                            'icml25nb.causal.crl_sanity._check_views': ( 'causal/crl_sanity.html#_check_views',
+                                                                                         'icml25nb/causal/crl_sanity.py'),
                                             'icml25nb.causal.crl_sanity._clip_grad_per_group': ( 'causal/crl_sanity.html#_clip_grad_per_group',
                                                                                                  'icml25nb/causal/crl_sanity.py'),
                                             'icml25nb.causal.crl_sanity._encode': ( 'causal/crl_sanity.html#_encode',

@@ -793,3 +793,85 @@ def test_ucb_dtypes_agree(W, data, c):
         W32, P32 = W.astype(np.float32), P.astype(np.float32)
         assert same(fn(W32, N.astype(np.int32), P32, np.float32(c)),
                     fn(W32.astype(float), N, P32.astype(float), float(np.float32(c))))
+
+
+# ------------------------------------------------------------------------------------------------------ crl_sanity
+import torch  # noqa: E402
+
+from icml25nb.causal import crl_sanity as CR  # noqa: E402
+
+
+def test_defect_crl_sanity():
+    """Before: info_nce / nt_xent_cosine / nt_xent_sqdist with tau=0 returned NaN (nt_xent_cosine also at
+    tau=1e-40), with tau=-1 a loss of the wrong sign, with a NumPy a: TypeError from torch.bmm, with a (1, 8, 3)
+    vs b (1, 4, 3): a shape error naming nothing; ContrastiveCRL(lr=inf) / MultiviewCRL(lr=inf) trained to NaN,
+    lr='3': TypeError comparing str and int; supervised_oracle(lr=inf / z_train with NaN): NaN predictions;
+    mcc / correlation_matrix of string arrays (parsed); sample_interventional_data(n_per_env=1e10): MemoryError."""
+    a = torch.randn(1, 8, 3)
+    for fn in (CR.info_nce, CR.nt_xent_cosine, CR.nt_xent_sqdist):
+        assert_refused(fn, a, a + 0.01, 0.0, name="tau")
+        assert_refused(fn, a, a + 0.01, 1e-40, name="tau")
+        assert_refused(fn, a, a + 0.01, -1.0, name="tau")
+        assert_refused(fn, a.numpy(), a, name="a")
+        assert_refused(fn, a, a[:, :4], name="b")
+    assert_refused(CR.ContrastiveCRL, lr=INF, name="lr")
+    assert_refused(CR.MultiviewCRL, lr=INF, name="lr")
+    assert_refused(CR.ContrastiveCRL, lr="3", name="lr")
+    X, z = np.random.default_rng(0).random((6, 4)), np.random.default_rng(1).random((6, 5))
+    assert_refused(CR.supervised_oracle, X, z, X, z, lr=INF, name="lr")
+    assert_refused(CR.supervised_oracle, X, np.where(z > 0.5, NAN, z), X, z, name="z_train")
+    assert_refused(CR.mcc, [["1", "2"]] * 3, [["1"]] * 3, name="z_hat")
+    assert_refused(CR.sample_interventional_data, 10**10, name="n_per_env")
+
+
+def test_crl_sanity_refuses_each():
+    n = 0
+    a = torch.randn(2, 6, 3)
+    for fn in (CR.info_nce, CR.nt_xent_cosine, CR.nt_xent_sqdist):
+        n += refuses_each(fn, dict(a=a, b=a + 0.1), dict(
+            a=[a.numpy(), a[0], a * NAN, a[:, :0], "x", None], b=[a[:, :3], a * INF, None],
+            tau=[0.0, -1.0, 1e-40, *BAD_REAL]))
+    z = np.random.default_rng(0).random((10, 5))
+    n += refuses_each(CR.correlation_matrix, dict(a=z, b=z), dict(a=[z[:, 0], z[:2], z * NAN, "x", None],
+                                                                  b=[z[:5], "x"]), name_in_message=False)
+    n += refuses_each(CR.mcc, dict(z_hat=z, z=z), dict(z_hat=[z[:, :2], z * NAN, "x"], z=[z[:4], None]),
+                      name_in_message=False)
+    n += refuses_each(CR.block_r2, dict(h=z, z=z), dict(h=[z[:, :4], "x"], z=[z * INF]), name_in_message=False)
+    n += refuses_each(CR.to_physical, dict(z=z), dict(z=[z[:, :4], z * NAN, "x", None]))
+    n += refuses_each(CR.sample_interventional_data, dict(n_per_env=5), dict(
+        n_per_env=[1, *BAD_INT, *HUGE_SIZES], seed=[-1, "0"], W=[np.ones((2, 3)), np.full((2, 2), NAN), "x",
+                                                               np.ones((2, 2))]), name_in_message=False)
+    n += refuses_each(CR.linear_ica_mcc, dict(n=20, d=2, dim=3), dict(
+        n=[9, *BAD_INT, *HUGE_SIZES], d=[0, *BAD_INT], dim=[1, *BAD_INT], seed=[-1, "0"]), name_in_message=False)
+    n += refuses_each(CR.ContrastiveCRL, {}, dict(
+        d=[0, *BAD_INT], hidden=[0, *BAD_INT], steps=[-1, *BAD_INT], batch=[1, *BAD_INT], lr=[0.0, *BAD_REAL],
+        kappa=[-1.0, *BAD_REAL], eta=[-1.0, *BAD_REAL], seed=[-1, "0"]), name_in_message=False)
+    n += refuses_each(CR.MultiviewCRL, {}, dict(
+        hidden=[0, *BAD_INT], steps=[-1, *BAD_INT], batch=[1, *BAD_INT], lr=[0.0, *BAD_REAL],
+        tau=[0.0, 1e-40, *BAD_REAL], clip=[0.0, *BAD_REAL], loss=["x", None], seed=[-1, "0"]),
+        name_in_message=False)
+    X = np.random.default_rng(0).random((6, 4))
+    n += refuses_each(CR.supervised_oracle, dict(X_train=X, z_train=z[:6], X_test=X, z_test=z[:6], steps=1), dict(
+        X_train=[X * NAN, "x", X[0]], z_train=[z[:5], z[:6] * NAN, "x"], z_test=[z[:5], "x"],
+        hidden=[0, *BAD_INT], steps=[0, *BAD_INT], batch=[0, *BAD_INT], lr=[0.0, *BAD_REAL], seed=[-1, "0"]),
+        name_in_message=False)
+    n += refuses_each(CR.simulate_light_tunnel, dict(z=z[:2], renderer="own"), dict(
+        z=[z[:, :4], z * NAN, "x"], res=[7, *BAD_INT], mode=["x", None], renderer=["x"], seed=[-1, "0"]),
+        name_in_message=False)
+    assert n > 200
+
+
+@settings(max_examples=10)
+@given(a=hnp.arrays(np.float64, st.tuples(st.integers(3, 20), st.integers(1, 4)), elements=st.floats(-5, 5)),
+       data=st.data())
+def test_correlation_dtypes_agree(a, data):
+    """correlation_matrix / mcc: float32, non-contiguous and list inputs give the float64 answer; never NaN."""
+    b = data.draw(hnp.arrays(np.float64, (a.shape[0], data.draw(st.integers(1, a.shape[1]))),
+                             elements=st.floats(-5, 5)))
+    C = CR.correlation_matrix(a, b)
+    assert np.isfinite(C).all()
+    assert same(CR.correlation_matrix(non_contiguous(a), b.tolist()), C)
+    a32 = a.astype(np.float32)
+    assert same(CR.correlation_matrix(a32, b), CR.correlation_matrix(a32.astype(float), b))
+    m = CR.mcc(a, b)
+    assert np.isfinite(m) and same(CR.mcc(a.tolist(), non_contiguous(b)), m)
