@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from ..core import (Chapter, Claim, check_array, check_choice, check_float, check_ids, check_int, check_memory,
+from ..core import (ArgumentTypeError, Chapter, Claim, check_array, check_choice, check_float, check_ids, check_int, check_memory,
                            check_prob, check_scale, check_seed, make_rng, progress, register)
 from ..kernels import contraction as K
 
@@ -296,7 +296,12 @@ def noisy_predictions(G, true_side, eta: float, rho: float, seed: int = 0, sampl
 
 def uninformative_predictions(G, weight: float, seed: int = 0) -> np.ndarray:
     "A prediction mask that knows nothing about the cut: G's edges drawn proportional to weight up to `weight`."
-    weight = check_float("weight", weight, 0.0)
+    try:
+        weight = check_float("weight", weight, 0.0)
+    except ArgumentTypeError:  # strings, None, bools, complex
+        raise
+    except ValueError:
+        raise ValueError(f"weight must be finite and >= 0, got {weight}") from None
     el = as_edge_list(G)
     chosen = sample_to_budget(el.w, np.arange(len(el.w)), weight, make_rng(check_seed(seed), 29), "authors")
     mask = np.zeros(el.m_input, bool)
