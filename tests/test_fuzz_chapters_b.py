@@ -875,3 +875,25 @@ def test_correlation_dtypes_agree(a, data):
     assert same(CR.correlation_matrix(a32, b), CR.correlation_matrix(a32.astype(float), b))
     m = CR.mcc(a, b)
     assert np.isfinite(m) and same(CR.mcc(a.tolist(), non_contiguous(b)), m)
+
+
+def test_defect_gim_models(gimdata):
+    """Before: sample_gim / sample_unstructured of NaN features returned NaN samples, of n=1e12: MemoryError;
+    sample_unstructured of a short feature vector: a torch RuntimeError; LinearSCM / Intervention of string arrays
+    parsed them; predict_targets(model, []): 'need at least one array to stack'."""
+    scm, data = gimdata
+    model, _ = GM.fit_gim(data, steps=1)
+    um = GM.fit_unstructured(data, steps=1)
+    f = data["ood"][0].features
+    n = 0
+    for fn, m in ((GM.sample_gim, model), (GM.sample_unstructured, um)):
+        n += refuses_each(fn, dict(model=m, features=f, n=2), dict(
+            features=[f * NAN, f[:2], "x", None], n=[0, *BAD_INT, *HUGE_SIZES], model=[None, scm], seed=[-1, "0"]),
+            name_in_message=False)
+        assert_refused(fn, m, f * NAN, 2, name="features")
+        assert_refused(fn, m, f, 10**12, name="n")
+    assert_refused(GM.sample_unstructured, um, f[:2], 2, name="features")
+    assert_refused(GM.LinearSCM, [["0", "1"], ["0", "0"]], [1.0, 1.0], name="W")
+    assert_refused(GM.Intervention, ["1", "0"], [1.0, 1.0], name="mask")
+    assert_refused(GM.predict_targets, model, [], name="contexts")
+    assert n > 20

@@ -65,6 +65,7 @@ class LinearSCM:
     noise_std: np.ndarray
 
     def __post_init__(self):
+        check_array("W", self.W, finite=False, contiguous=False), check_array("noise_std", self.noise_std, finite=False)
         self.W = np.asarray(self.W, dtype=np.float64)
         self.noise_std = np.asarray(self.noise_std, dtype=np.float64)
         d = len(self.noise_std)
@@ -86,6 +87,7 @@ class Intervention:
     shift: np.ndarray
 
     def __post_init__(self):
+        check_array("mask", self.mask, finite=False), check_array("shift", self.shift, finite=False)
         self.mask = np.asarray(self.mask, dtype=np.float64)
         self.shift = np.asarray(self.shift, dtype=np.float64)
         if self.mask.ndim != 1 or self.mask.shape != self.shift.shape:
@@ -469,6 +471,8 @@ def _refit_noise(model, X, rows, G, stats, shared, steps: int = 200):
 # %% ../../nbs/causal/01_gim.ipynb #d5fb3725
 def predict_targets(model: GIM, contexts) -> np.ndarray:
     "Target probabilities pi(gamma) (k, d) for the contexts' features."
+    if isinstance(contexts, (str, bytes)) or not contexts or not all(isinstance(c, Context) for c in contexts):
+        raise ValueError("contexts must be a non-empty list of Contexts")
     with torch.no_grad():
         return torch.sigmoid(model.intervention(np.stack([c.features for c in contexts]))[0]).numpy()
 
@@ -490,6 +494,10 @@ def meanshift_scores(contexts, observational) -> np.ndarray:
 def sample_gim(model: GIM, features, n: int, seed: int = 0) -> np.ndarray:
     "n samples of the GIM's prediction for one perturbation: its most probable intervention in the learned SCM."
     n = check_int("n", n, 1)
+    if not isinstance(model, GIM):
+        raise ArgumentTypeError(f"model must be a GIM (fit_gim), got {type(model).__name__}")
+    features = check_array("features", features, shape=(model.feature_dim,), contiguous=False)
+    check_memory("n", 3 * n * model.d, 8)
     with torch.no_grad():
         logits, shift = model.intervention(np.asarray(features, dtype=np.float64)[None])
         W = model.adjacency().numpy().astype(np.float64)
@@ -537,6 +545,11 @@ def fit_unstructured(data: dict, steps: int = 2000, lr: float = 1e-2, hidden: in
 
 def sample_unstructured(model: Unstructured, features, n: int, seed: int = 0) -> np.ndarray:
     "n samples of the baseline's predicted Gaussian for one perturbation."
+    n = check_int("n", n, 1)
+    if not isinstance(model, Unstructured):
+        raise ArgumentTypeError(f"model must be an Unstructured (fit_unstructured), got {type(model).__name__}")
+    features = check_array("features", features, shape=(model.feature_dim,), contiguous=False)
+    check_memory("n", 3 * n * model.d, 8)
     with torch.no_grad():
         mu = model(torch.tensor(np.asarray(features, dtype=np.float32)[None]))[0].numpy().astype(np.float64)
         L = model.chol().numpy().astype(np.float64)
