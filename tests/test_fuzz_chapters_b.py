@@ -897,3 +897,23 @@ def test_defect_gim_models(gimdata):
     assert_refused(GM.Intervention, ["1", "0"], [1.0, 1.0], name="mask")
     assert_refused(GM.predict_targets, model, [], name="contexts")
     assert n > 20
+
+
+def test_defect_combimots_space():
+    """Before: ReactionSpace.react with an invalid SMILES and ReactionSpace.replay of a string log: AttributeError
+    ('NoneType' object has no attribute 'HasSubstructMatch' / 'str' object has no attribute 'template')."""
+    space = CM.library_space(CM.draw_library(6, 0))
+    assert_refused(space.react, "CCO", "xx(", name="smiles")
+    assert_refused(space.replay, "x", name="log")
+    n = refuses_each(CM.ReactionSpace, dict(blocks=CM.draw_library(4, 0)), dict(
+        blocks=["CCO", ["CCO", "CCO"], [], None, ["xx("]], root_order=["x", None]), name_in_message=False)
+    n += refuses_each(CM.ProxyObjectives, {}, dict(references=["CCO", {}, {"a": "xx("}, None]))
+    assert n > 8
+
+
+def test_defect_lowra_model():
+    """Before: quantized_layers('x') / model_bits('x'): AttributeError ('str' object has no attribute
+    'named_modules')."""
+    assert_refused(LR.quantized_layers, "x", name="model")
+    assert_refused(LR.model_bits, None, name="model")
+    assert_refused(LR.model_bits, nn.Linear(3, 3), name="quantised")

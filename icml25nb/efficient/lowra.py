@@ -595,6 +595,8 @@ def shared_lloyd_error(Ws: list, bits: int = 2, blocksize: int = 64, iters: int 
 
 def quantized_layers(model: nn.Module) -> list[tuple[str, QuantLoRALinear]]:
     "The `QuantLoRALinear` layers of a model, by name."
+    if not isinstance(model, nn.Module):
+        raise ArgumentTypeError(f"model must be a torch nn.Module, got {type(model).__name__}")
     return [(n, m) for n, m in model.named_modules() if isinstance(m, QuantLoRALinear)]
 
 

@@ -189,7 +189,10 @@ class ReactionSpace:
     def mol(self, smiles: str) -> Chem.Mol:
         m = self._mol.get(smiles)
         if m is None:
-            m = self._mol[smiles] = Chem.MolFromSmiles(smiles)
+            m = Chem.MolFromSmiles(smiles) if isinstance(smiles, str) else None
+            if m is None:
+                raise ValueError(f"smiles is not a valid molecule: {smiles!r}")
+            self._mol[smiles] = m
         return m
 
     @property
@@ -272,6 +275,8 @@ class ReactionSpace:
             raise ValueError("log must hold at least one reaction")
         made = None
         for k, st in enumerate(log):
+            if not isinstance(st, Step):
+                raise ArgumentTypeError(f"log[{k}] must be a Step, got {type(st).__name__}")
             if st.template not in self._rxn:
                 raise ValueError(f"log[{k}] uses an unknown template {st.template!r}")
             for r in st.reactants:
