@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from ..core import Chapter, Claim, check_scale, check_seed, make_rng, progress, register
+from ..core import (ArgumentTypeError, Chapter, Claim, check_array, check_choice, check_float, check_ids, check_int, check_memory,
+                           check_prob, check_scale, check_seed, make_rng, progress, register)
 from ..kernels import contraction as K
 
 # %% auto #0
@@ -55,8 +56,9 @@ def as_edge_list(G) -> EdgeList:
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
             raise ValueError(f"n must be an integer, got {n!r}")
         n = int(n)
+        check_memory("n", n, 64)  # the kernels hold a few arrays of n entries
         src, dst = np.asarray(src), np.asarray(dst)
-        w = np.asarray(w, dtype=np.float64)
+        w = check_array("w", w, finite=False)
         if not (src.shape == dst.shape == w.shape) or src.ndim != 1:
             raise ValueError("src, dst and w must be 1-D arrays of the same length")
         if src.dtype.kind not in "iu" or dst.dtype.kind not in "iu":
@@ -105,7 +107,7 @@ def prediction_mask(el: EdgeList, G, predictions) -> np.ndarray:
         except (TypeError, ValueError):
             raise ValueError(f"predictions must be a bool mask or edges (u, v); got {edge!r}") from None
         if (u, v) not in pos:
-            raise ValueError(f"predicted edge {(u, v)!r} is not an edge of G")
+            raise ValueError(f"predictions: the edge {(u, v)!r} is not an edge of G")
         mask[pos[(u, v)]] = True
     return mask[el.keep]
 
@@ -122,24 +124,47 @@ METHODS: tuple[str, ...] = ("karger", "karger_stein")
 
 def textbook_trials(n: int, method: str) -> int:
     "Trials (Karger) or runs (Karger-Stein) that find a minimum cut with probability >= 1 - 1/n."
+    n = check_int("n", n, 2)
     if method == "karger":
         return max(1, math.ceil(n * (n - 1) / 2 * math.log(n)))
     if method == "karger_stein":
         return max(1, math.ceil((2 * math.log2(n) + 1) * math.log(n)))
     raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
 
+_MAX_EDGES = 10**7  # the graph generators refuse sizes whose networkx graphs would take minutes to build
+
 def _check_int(name: str, v, lo: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-        raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
-    return int(v)
+    return check_int(name, v, lo)
+
+def _check_trials(trials) -> int:
+    "trials as an int >= 1 whose per-trial arrays fit in memory."
+    trials = check_int("trials", trials, 1)
+    check_memory("trials", trials, 32)
+    return trials
+
+def _check_boost(boost) -> float:
+    b = check_float("boost", boost, finite=False)
+    if not b >= 1.0:
+        raise ValueError(f"boost must be >= 1 (or inf), got {boost!r}")
+    return b
+
+def _check_side(name: str, side, n: int) -> np.ndarray:
+    "A side mask over the n nodes: bool, or 0/1 numbers (never other values cast to bool)."
+    if np.shape(side) != (n,):
+        raise ValueError(f"{name} must have one entry per node ({n}), got shape {np.shape(side)}")
+    return check_array(name, side, shape=(n,), minimum=0, maximum=1, integer=True).astype(bool)
 
 def karger_values(el: EdgeList, pred: np.ndarray | None, boost: float, t: int, seed: int, trial_ids) -> np.ndarray:
     "Cut values of Karger trials `trial_ids` (boosted by `pred` if given), from the @njit kernel."
+    trial_ids = check_array("trial_ids", trial_ids, ndim=1, dtype=np.uint64, minimum=0)
+    t, boost = _check_int("t", t, 2), _check_boost(boost)
     r1, tier1, r2 = K.phase_rates(el.w, pred, boost)
     return K.trials_njit(el.n, el.src, el.dst, el.w, r1, tier1, r2, t, seed, np.asarray(trial_ids))
 
 def boosted_schedule(trials: int, pred, robust: bool) -> np.ndarray:
     "Which trials are boosted: all of them with predictions, every other one if `robust` (odd trials are plain)."
+    trials = check_int("trials", trials, 0)
+    check_memory("trials", trials, 32)
     boosted = np.full(trials, pred is not None)
     if robust and pred is not None:
         boosted[1::2] = False
@@ -147,6 +172,7 @@ def boosted_schedule(trials: int, pred, robust: bool) -> np.ndarray:
 
 def karger_batch(el: EdgeList, pred, boost: float, t: int, seed: int, trials: int, robust: bool = False) -> np.ndarray:
     "Cut values of trials 0..trials-1 as `min_cut(method='karger')` runs them (robust: boosted and plain alternate)."
+    trials, t, boost = _check_trials(trials), _check_int("t", t, 2), _check_boost(boost)
     ids = np.arange(trials, dtype=np.uint64)
     boosted = boosted_schedule(trials, pred, robust)
     values = np.empty(trials)
@@ -168,11 +194,10 @@ def min_cut(G, method: str = "karger_stein", predictions: np.ndarray | list | No
     pred = prediction_mask(el, G, predictions)
     if boost is None:
         boost = math.inf if pred is not None else 1.0
-    if not (boost >= 1.0):
-        raise ValueError(f"boost must be >= 1 (or inf), got {boost!r}")
+    boost = _check_boost(boost)
     if trials is None:
         trials = textbook_trials(el.n, method) * (2 if robust and pred is not None else 1)
-    trials = _check_int("trials", trials, 1)
+    trials = _check_trials(trials)
     if len(el.src) == 0:  # no edges: the graph is disconnected and every split costs 0
         side = np.zeros(el.n, bool)
         side[0] = True
@@ -200,16 +225,16 @@ def min_cut(G, method: str = "karger_stein", predictions: np.ndarray | list | No
 # %% ../../nbs/algorithms/01_mincut.ipynb #2e726fe0
 def cut_mask(el: EdgeList, side: np.ndarray) -> np.ndarray:
     "Which edges of `el` cross the cut `side`."
-    side = np.asarray(side, bool)
+    side = _check_side("side", side, el.n)
     return side[el.src] != side[el.dst]
 
 def prediction_errors(G, predicted, true_side) -> tuple[float, float]:
     "(eta, rho): false-negative and false-positive weight of `predicted`, in units of the true cut's weight."
     el = as_edge_list(G)
     pred = prediction_mask(el, G, predicted)
-    true_side = np.asarray(true_side, bool)
-    if true_side.shape != (el.n,):
-        raise ValueError(f"true_side must have one entry per node ({el.n}), got shape {true_side.shape}")
+    if pred is None:
+        raise ValueError("predicted must be a prediction mask or a list of edges, got None")
+    true_side = _check_side("true_side", true_side, el.n)
     inc = cut_mask(el, true_side)
     lam = el.w[inc].sum()
     if lam <= 0:
@@ -221,7 +246,11 @@ SAMPLERS: tuple[str, ...] = ("skip", "authors")
 def sample_to_budget(w: np.ndarray, pool: np.ndarray, budget: float, g: np.random.Generator,
                      sampler: str = "authors", tol: float = 0.0) -> np.ndarray:
     "Edges of `pool` drawn at random up to weight `budget`: 'authors' reaches or passes it, 'skip' never passes it."
-    pool = np.asarray(pool, dtype=np.int64)
+    sampler = check_choice("sampler", sampler, SAMPLERS)
+    w = check_array("w", w, ndim=1, minimum=0)
+    pool = check_ids("pool", pool, len(w), ndim=1)
+    budget = check_float("budget", budget, finite=False)
+    tol = check_float("tol", tol, 0.0)
     if sampler == "skip":  # a random order; an edge that would pass the budget (beyond `tol`) is skipped
         chosen, total = [], 0.0
         for e in g.permutation(pool):
@@ -246,14 +275,13 @@ def noisy_predictions(G, true_side, eta: float, rho: float, seed: int = 0, sampl
     "A prediction mask over G's edges missing cut weight ~eta*lambda and adding ~rho*lambda outside the cut (`sampler`)."
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}; got {sampler!r}")
+    eta, rho = check_float("eta", eta), check_float("rho", rho)
     if not (0 <= eta <= 1):
         raise ValueError(f"eta must be in [0, 1], got {eta}")
-    if not (rho >= 0 and math.isfinite(rho)):
+    if not rho >= 0:
         raise ValueError(f"rho must be finite and >= 0, got {rho}")
     el = as_edge_list(G)
-    true_side = np.asarray(true_side, bool)
-    if true_side.shape != (el.n,):
-        raise ValueError(f"true_side must have one entry per node ({el.n}), got shape {true_side.shape}")
+    true_side = _check_side("true_side", true_side, el.n)
     inc = cut_mask(el, true_side)
     lam = el.w[inc].sum()
     g = make_rng(check_seed(seed), 7)
@@ -268,8 +296,12 @@ def noisy_predictions(G, true_side, eta: float, rho: float, seed: int = 0, sampl
 
 def uninformative_predictions(G, weight: float, seed: int = 0) -> np.ndarray:
     "A prediction mask that knows nothing about the cut: G's edges drawn proportional to weight up to `weight`."
-    if not (weight >= 0 and math.isfinite(weight)):
-        raise ValueError(f"weight must be finite and >= 0, got {weight}")
+    try:
+        weight = check_float("weight", weight, 0.0)
+    except ArgumentTypeError:  # strings, None, bools, complex
+        raise
+    except ValueError:
+        raise ValueError(f"weight must be finite and >= 0, got {weight}") from None
     el = as_edge_list(G)
     chosen = sample_to_budget(el.w, np.arange(len(el.w)), weight, make_rng(check_seed(seed), 29), "authors")
     mask = np.zeros(el.m_input, bool)
@@ -284,6 +316,10 @@ def ring_of_cliques(k: int = 16, s: int = 8, bundle: int = 4, weak: int = 2, see
     weak = _check_int("weak", weak, 1)
     if bundle > s * s or weak > s:
         raise ValueError(f"bundle must be <= s*s ({s * s}) and weak <= s ({s}); got bundle={bundle}, weak={weak}")
+    drop = check_prob("drop", drop)
+    if k * s * (s + bundle) > _MAX_EDGES:
+        raise ValueError(f"k * s * (s + bundle) must be <= {_MAX_EDGES:.0e} (a graph this large takes minutes "
+                         f"to build), got k={k}, s={s}, bundle={bundle}")
     g = make_rng(check_seed(seed), 11)
     G = nx.Graph()
     G.add_nodes_from(range(k * s))
@@ -309,8 +345,16 @@ def ring_of_cliques(k: int = 16, s: int = 8, bundle: int = 4, weak: int = 2, see
 
 def planted_cut_graph(n: int = 200, avg_degree: float = 10.0, crossing: int = 4, seed: int = 0) -> nx.Graph:
     "Two random halves (connected, average degree `avg_degree`) joined by `crossing` unit edges."
-    src, dst, w = K.planted_cut_edges(_check_int("n", n, 4), avg_degree, _check_int("crossing", crossing, 1),
-                                      check_seed(seed))
+    n, crossing = _check_int("n", n, 4), _check_int("crossing", crossing, 1)
+    half = n // 2
+    avg_degree = check_float("avg_degree", avg_degree, 0.0, half - 1)  # each half holds at most C(half, 2) edges
+    if n * max(avg_degree, 1.0) > _MAX_EDGES:
+        raise ValueError(f"n * avg_degree must be <= {_MAX_EDGES:.0e} (a graph this large takes minutes to "
+                         f"build), got n={n}, avg_degree={avg_degree:g}")
+    if crossing > half * (n - half):  # node pairs across the halves
+        raise ValueError(f"crossing must be <= half * (n - half) = {half * (n - half)} (pairs across the halves), "
+                         f"got {crossing}")
+    src, dst, w = K.planted_cut_edges(n, avg_degree, crossing, check_seed(seed))
     G = nx.Graph()
     G.add_nodes_from(range(n))
     G.add_weighted_edges_from(zip(src.tolist(), dst.tolist(), w.tolist()))
@@ -318,6 +362,10 @@ def planted_cut_graph(n: int = 200, avg_degree: float = 10.0, crossing: int = 4,
 
 def related_ring_instances(count: int, k: int = 16, s: int = 8, seed: int = 0) -> list:
     "A family of `count` perturbed rings of cliques sharing two candidate positions for each weak link."
+    count, k, s = _check_int("count", count, 1), _check_int("k", k, 4), _check_int("s", s, 3)
+    if count * k * s * (s + 4) > _MAX_EDGES:
+        raise ValueError(f"count * k * s * (s + 4) must be <= {_MAX_EDGES:.0e} (the rings take minutes to build), "
+                         f"got count={count}, k={k}, s={s}")
     g = make_rng(check_seed(seed), 13)
     def link(c):  # two distinct node pairs between clique c and the next
         a = g.choice(s, size=2, replace=False)
@@ -338,6 +386,10 @@ def matching_graph(n: int = 600, k: int = 100, t: int = 10, seed: int = 0) -> nx
         raise ValueError(f"n must be even (two halves of n/2 nodes), got {n}")
     if t >= k:
         raise ValueError(f"t must be smaller than k ({k}): node 0 keeps k - t units of weight; got t={t}")
+    check_memory("n", (n // 2) ** 2, 8)  # the (n/2) x (n/2) weight matrix
+    if k * n > _MAX_EDGES * 10:
+        raise ValueError(f"k * n must be <= {_MAX_EDGES * 10:.0e} (k matchings of n/2 pairs take minutes), "
+                         f"got k={k}, n={n}")
     g = make_rng(check_seed(seed), 19)
     h = n // 2
     W = np.zeros((h, h), dtype=np.int64)  # W[i, j]: weight between node i and node h + j
@@ -356,6 +408,9 @@ def matching_graph(n: int = 600, k: int = 100, t: int = 10, seed: int = 0) -> nx
 # %% ../../nbs/algorithms/01_mincut.ipynb #f42c6c67
 def boosted_success_bound(n: int, t: int, eta: float, rho: float) -> float:
     "Lower bound on a boosted (B = inf) trial's success: C(t,2)^-1 * prod_{k=t+1}^n (1 - 2 eta/(k - c)); 0 if vacuous."
+    n, t = check_int("n", n, 2), check_int("t", t, 2)
+    eta, rho = check_prob("eta", eta), check_float("rho", rho, 0.0)
+    check_memory("n", n, 16)
     c = 2 * (1 - eta + rho)
     if t + 1 <= c + 2 * eta:  # the step at k = t + 1 is not covered
         return 0.0
@@ -366,8 +421,9 @@ def success_rate(G, side_value: float, predictions=None, boost: float = math.inf
                  seed: int = 0, robust: bool = False) -> float:
     "Fraction of `trials` Karger trials, run as min_cut runs them, whose cut has the minimum value `side_value`."
     el = as_edge_list(G)
+    side_value = check_float("side_value", side_value, 0.0)
     pred = prediction_mask(el, G, predictions)
-    vals = karger_batch(el, pred, boost, t, seed, trials, robust)
+    vals = karger_batch(el, pred, boost, t, check_seed(seed), trials, robust)
     return float(np.mean(vals <= side_value * (1 + 1e-12)))
 
 # %% ../../nbs/algorithms/01_mincut.ipynb #373c53da
@@ -375,9 +431,12 @@ BOOSTS: tuple[str, ...] = ("n", "log n", "inf")
 
 def boost_factor(n: int, kind: str) -> float:
     "The boost B on n nodes: 'n', 'log n' (floor of the natural log, the authors' int(math.log(n))) or 'inf'."
+    n = check_int("n", n, 2)
     if kind == "n":
         return float(n)
     if kind == "log n":
+        if n < 3:
+            raise ValueError(f"n must be >= 3 for the boost 'log n' (a boost below 1), got {n}")
         return float(math.floor(math.log(n)))
     if kind == "inf":
         return math.inf
@@ -387,6 +446,8 @@ def repetitions_until_success(el: EdgeList, pred, boost: float, target: float, r
                               t: int = 2) -> np.ndarray:
     "Trials each of `reps` repetitions runs until a cut of value <= `target` (at most `cap`), read from one trial stream."
     reps, cap, t = _check_int("reps", reps, 1), _check_int("cap", cap, 1), _check_int("t", t, 2)
+    check_memory("reps", reps, 64)
+    target, boost, seed = check_float("target", target, 0.0), _check_boost(boost), check_seed(seed)
     counts = np.empty(reps, dtype=np.int64)
     r = start = done = hits = 0  # repetitions finished, where the current one started, trials run, successes seen
     batch = 2 * reps
@@ -410,7 +471,10 @@ def repetitions_until_success(el: EdgeList, pred, boost: float, target: float, r
 
 def bootstrap_band(x, level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
     "Percentile bootstrap band of the mean of `x`, as the authors' plots draw it."
-    x = np.asarray(x, dtype=float)
+    x = check_array("x", x, ndim=1, min_size=1)
+    level = check_float("level", level, 0.0, 1.0, open_min=True, open_max=True)
+    n_boot = check_int("n_boot", n_boot, 1)
+    check_memory("n_boot", n_boot * len(x), 16)
     g = make_rng(check_seed(seed), 23)
     means = x[g.integers(0, len(x), size=(n_boot, len(x)))].mean(axis=1)
     return float(np.quantile(means, (1 - level) / 2)), float(np.quantile(means, (1 + level) / 2))

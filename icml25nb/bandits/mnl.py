@@ -13,8 +13,8 @@ import time
 import numpy as np
 from scipy.optimize import linprog
 
-from ..core import (Chapter, Claim, check_finite, check_positive, check_scale, check_seed, make_rng,
-                           progress, register)
+from ..core import (ArgumentTypeError, Chapter, Claim, check_array, check_choice, check_finite, check_float, check_ids, check_int,
+                           check_memory, check_positive, check_scale, check_seed, make_rng, progress, register)
 from ..kernels import mnl as MK
 
 # %% auto #0
@@ -29,7 +29,7 @@ __all__ = ['AGENTS', 'BETA_GRID', 'TUNED_SCALES', 'BASE_GRID', 'BASE_TUNED_SCALE
 # %% ../../nbs/bandits/01_mnl.ipynb #f7fa81e2
 def mnl_probs(utilities) -> np.ndarray:
     "Choice probabilities `[p_0, p_1, ..., p_n]` (outside option first, utility 0) of the MNL model; overflow-safe."
-    u = np.asarray(utilities, dtype=float)
+    u = check_array("utilities", utilities, contiguous=False, finite=False)
     if u.ndim != 1:
         raise ValueError(f"utilities must be a 1-d array, got shape {u.shape}")
     if not np.all(np.isfinite(u)):
@@ -41,13 +41,26 @@ def mnl_probs(utilities) -> np.ndarray:
 # %% ../../nbs/bandits/01_mnl.ipynb #c43a9b7d
 def top_k(scores: np.ndarray, K: int) -> np.ndarray:
     "Indices of the min(K, n) largest scores, best first (ties: lower index first); the kernel module's `top_k`."
-    scores = np.asarray(scores, dtype=float)
-    return MK.top_k(scores, min(int(K), scores.size))
+    scores = check_array("scores", scores, ndim=1, contiguous=False, finite=False)
+    return MK.top_k(scores, min(check_int("K", K, 1), scores.size))
 
 def assortment_revenue(u: np.ndarray, r: np.ndarray, S) -> float:
     "Expected revenue of assortment S for utilities u and rewards r (overflow-safe)."
-    S = np.asarray(S, dtype=int)
-    return float(mnl_probs(np.asarray(u, float)[S])[1:] @ np.asarray(r, float)[S]) if S.size else 0.0
+    u, r = _check_ur(u, r)
+    S = _check_S(S, u.size)
+    return float(mnl_probs(u[S])[1:] @ r[S]) if S.size else 0.0
+
+def _check_ur(u, r) -> tuple[np.ndarray, np.ndarray]:
+    "Utilities u (n,) and rewards r (n,): finite 1-D arrays of one length."
+    u = check_array("u", u, ndim=1, contiguous=False)
+    return u, check_array("r", r, shape=(u.size,), contiguous=False)
+
+def _check_S(S, n: int) -> np.ndarray:
+    "An assortment: distinct item ids in [0, n) (possibly none)."
+    S = check_ids("S", S, n, ndim=1)
+    if np.unique(S).size != S.size:
+        raise ValueError(f"S has repeated items: {S.tolist()}")
+    return S
 
 def _scaled_weights(u: np.ndarray) -> tuple[np.ndarray, float]:
     "w_i = exp(u_i - m) and the outside option's weight exp(-m), m = max(0, max u): the same ratios, no overflow."
@@ -56,7 +69,10 @@ def _scaled_weights(u: np.ndarray) -> tuple[np.ndarray, float]:
 
 def optimal_assortment(u: np.ndarray, r: np.ndarray, K: int) -> np.ndarray:
     "The revenue-maximising assortment of size <= K for utilities u and rewards r (exact: top-K or Dinkelbach)."
-    u, r = np.asarray(u, dtype=float), np.asarray(r, dtype=float)
+    u, r = _check_ur(u, r)
+    K = check_int("K", K, 1)
+    if u.size == 0:
+        return np.array([], dtype=int)
     if np.all(r == r[0]):                     # equal rewards: more (and better) items always help
         return top_k(u, K) if r[0] > 0 else np.array([], dtype=int)
     w, w0 = _scaled_weights(u)
@@ -75,7 +91,9 @@ def optimal_assortment(u: np.ndarray, r: np.ndarray, K: int) -> np.ndarray:
 
 def assortment_lp(u: np.ndarray, r: np.ndarray, K: int) -> np.ndarray:
     "The same optimum from the Davis-Gallego-Topaloglu LP (in the variables q_i = p_i / w_i), solved by HiGHS."
-    u, r = np.asarray(u, dtype=float), np.asarray(r, dtype=float)
+    u, r = _check_ur(u, r)
+    K = check_int("K", K, 1)
+    check_memory("u", (u.size + 1) ** 2, 8 * 4)  # the dense LP matrix
     w, w0 = _scaled_weights(u)
     n = w.size
     A_ub = np.zeros((n + 1, n + 1))
@@ -92,7 +110,13 @@ def assortment_lp(u: np.ndarray, r: np.ndarray, K: int) -> np.ndarray:
     return S
 
 def best_assortment_bruteforce(u: np.ndarray, r: np.ndarray, K: int) -> np.ndarray:
-    "Exhaustive search over all assortments of size <= K (for tests on small n)."
+    "Exhaustive search over all assortments of size <= K (for tests on small n: at most 10**6 assortments)."
+    u, r = _check_ur(u, r)
+    K = check_int("K", K, 1)
+    count = sum(math.comb(u.size, k) for k in range(1, min(K, u.size) + 1))
+    if count > 10**6:
+        raise ValueError(f"u: {count:.3g} assortments of <= K={K} of {u.size} items are too many to enumerate "
+                         f"(at most 10**6)")
     best, best_S = 0.0, np.array([], dtype=int)
     for k in range(1, K + 1):
         for S in itertools.combinations(range(len(u)), k):
@@ -104,6 +128,7 @@ def best_assortment_bruteforce(u: np.ndarray, r: np.ndarray, K: int) -> np.ndarr
 # %% ../../nbs/bandits/01_mnl.ipynb #943abffe
 def check_assortment(S, N: int, K: int) -> np.ndarray:
     "S as an int array of 1..K distinct item indices in [0, N); ValueError naming `S` otherwise."
+    N, K = check_int("N", N, 1), check_int("K", K, 1)
     S = np.asarray(S)
     if S.ndim != 1 or S.size == 0 or S.size > K:
         raise ValueError(f"S must list between 1 and K={K} items, got {S.size}")
@@ -128,6 +153,7 @@ class MNLEnv:
             raise ValueError(f"K must satisfy 1 <= K <= N={N}, got {K}")
         if d < 1:
             raise ValueError(f"d must be >= 1, got {d}")
+        check_memory("N", self._CHUNK * N * (d + 1), 8)  # one chunk of contexts
         self.B = check_positive("B", B)
         if rewards not in ("uniform", "nonuniform"):
             raise ValueError(f"rewards must be 'uniform' or 'nonuniform', got {rewards!r}")
@@ -208,18 +234,27 @@ class MNLEnv:
 # %% ../../nbs/bandits/01_mnl.ipynb #df4cca5a
 def round_grad_hess(theta: np.ndarray, X_S: np.ndarray, choice: int) -> tuple[float, np.ndarray, np.ndarray]:
     "Loss, gradient and Hessian of one round's MNL negative log-likelihood at theta (choice: position in S, or -1)."
+    X_S = check_array("X_S", X_S, ndim=2, contiguous=False)
+    theta = check_array("theta", theta, shape=(X_S.shape[1],), contiguous=False)
+    choice = check_int("choice", choice, -1, len(X_S) - 1)
     g, G = MK.grad_hessian_ref(X_S, theta, choice)     # the kernels' reference formulas
     return float(-np.log(mnl_probs(X_S @ theta)[choice + 1])), g, G
 
 class ChoiceHistory:
     "Every round's offered features (padded to K), how many were offered, and the choice; vectorised loss."
     def __init__(self, d: int, K: int, capacity: int = 1024):
+        d, K, capacity = check_int("d", d, 1), check_int("K", K, 1), check_int("capacity", capacity, 1)
+        check_memory("capacity", capacity * K * (d + 2), 8)
         self.d, self.K, self.n = d, K, 0
         self.X = np.zeros((capacity, K, d)); self.mask = np.zeros((capacity, K), bool)
         self.y = np.zeros((capacity, K)); self.Y0 = np.zeros(capacity)
 
     def add(self, X_S: np.ndarray, choice: int) -> None:
         "Append one round (choice: position in X_S, or -1 for no purchase)."
+        X_S = check_array("X_S", X_S, ndim=2, shape=(None, self.d), contiguous=False)
+        if not 1 <= len(X_S) <= self.K:
+            raise ValueError(f"X_S must have between 1 and K={self.K} rows, got {len(X_S)}")
+        choice = check_int("choice", choice, -1, len(X_S) - 1)
         if self.n == len(self.X):  # grow geometrically: amortised O(1) per round
             for name in ("X", "mask", "y", "Y0"):
                 a = getattr(self, name)
@@ -234,6 +269,8 @@ class ChoiceHistory:
 
     def nll(self, theta: np.ndarray, lam: float = 0.0, hess: bool = True):
         "Summed loss + lam/2 ||theta||^2, its gradient and (if hess) Hessian over all rounds so far."
+        theta = check_array("theta", theta, shape=(self.d,), contiguous=False)
+        lam = check_float("lam", lam, 0.0)
         X, m, y = self.X[:self.n], self.mask[:self.n], self.y[:self.n]
         u0 = X @ theta                          # padded rows are zero and never chosen
         u = np.where(m, u0, -np.inf)
@@ -251,12 +288,18 @@ class ChoiceHistory:
 
 def project_ball(theta: np.ndarray, M: np.ndarray, B: float) -> np.ndarray:
     "argmin over ||v|| <= B of (v - theta)^T M (v - theta), M symmetric positive definite (the kernels' reference)."
+    theta = check_array("theta", theta, ndim=1, contiguous=False)
+    M = check_array("M", M, shape=(theta.size, theta.size), contiguous=False)
+    B = check_float("B", B, 0.0, open_min=True, finite=False)
     return MK.project_ref(M, theta, B)
 
 # %% ../../nbs/bandits/01_mnl.ipynb #d40dd714
 def omd_step(theta: np.ndarray, H: np.ndarray, X_S: np.ndarray, choice: int, eta: float, B: float
              ) -> tuple[np.ndarray, np.ndarray]:
     "One OFU-MNL++ update (dense reference): returns (theta_{t+1}, H_{t+1})."
+    theta = check_array("theta", theta, ndim=1, contiguous=False)
+    H = check_array("H", H, shape=(theta.size, theta.size), contiguous=False)
+    eta = check_float("eta", eta, 0.0, open_min=True)
     _, g, G = round_grad_hess(theta, X_S, choice)
     H_tilde = H + eta * G
     theta_next = project_ball(theta - eta * np.linalg.solve(H_tilde, g), H_tilde, B)
@@ -318,25 +361,37 @@ class MNLAgent:
         raise NotImplementedError
 
 # %% ../../nbs/bandits/01_mnl.ipynb #4c748525
+def _check_dkb(d, K, B, delta=0.05) -> tuple:
+    "The radii's shared arguments: d, K integers >= 1, B > 0 finite, delta in (0, 1)."
+    return (check_int("d", d, 1), check_int("K", K, 1), check_positive("B", B),
+            check_float("delta", delta, 0.0, 1.0, open_min=True, open_max=True))
+
 def ofu_pp_constants(d: int, K: int, B: float, delta: float = 0.05) -> dict:
     "This chapter's OFU-MNL++ constants (the paper's exact ones could not be verified): eta = B + 1, lam = d * eta."
+    d, K, B, delta = _check_dkb(d, K, B, delta)
     eta = B + 1.0
     return dict(eta=eta, lam=d * eta)
 
 def beta_pp(t: int, d: int, K: int, B: float, lam: float, delta: float = 0.05, eta: float | None = None) -> float:
     "This chapter's O(sqrt(d log t) + sqrt(lam) B) radius: sqrt(2 eta (d log(1+(t+1)/(2 lam)) + 2 log(2 sqrt(1+2t)/delta)) + 4 lam B^2)."
+    t, (d, K, B, delta), lam = check_int("t", t, 1), _check_dkb(d, K, B, delta), check_positive("lam", lam)
+    eta = None if eta is None else check_positive("eta", eta)
     eta = B + 1.0 if eta is None else eta
     return math.sqrt(2 * eta * (d * math.log(1 + (t + 1) / (2 * lam)) + 2 * math.log(2 * math.sqrt(1 + 2 * t) / delta))
                      + 4 * lam * B * B)
 
 def ofu_plus_constants(d: int, K: int, B: float) -> dict:
     "OFU-MNL+'s constants (Lee & Oh 2024, as paper and public code state them): eta = log(K+1)/2 + B + 1, lam = 84 sqrt2 d eta."
+    d, K, B, _ = _check_dkb(d, K, B)
     eta = B + 1 + math.log(K + 1) / 2
     return dict(eta=eta, lam=84 * math.sqrt(2) * eta * d)
 
 def beta_plus(t: int, d: int, K: int, B: float = 1.0, eta: float | None = None, lam: float | None = None) -> float:
     """OFU-MNL+'s radius beta_t (Lee & Oh 2024) as its public code computes it (4 lam B^2 there written 4 lam, B = 1),
     at OFU-MNL+'s eta^+ and lambda^+ unless `eta`, `lam` are given (the same formula at other constants)."""
+    t = check_int("t", t, 1)
+    eta = None if eta is None else check_positive("eta", eta)
+    lam = None if lam is None else check_positive("lam", lam)
     c = ofu_plus_constants(d, K, B)
     eta, lam = (c["eta"] if eta is None else eta), (c["lam"] if lam is None else lam)
     L = math.log(2 * math.sqrt(1 + 2 * t))
@@ -358,7 +413,8 @@ class OFUMNLpp(MNLAgent):
         self.beta_scale, self.delta = check_positive("beta_scale", beta_scale), check_positive("delta", delta)
         if backend not in ("njit", "numpy", "cuda"):
             raise ValueError(f"backend must be 'njit', 'numpy' or 'cuda', got {backend!r}")
-        self.backend, self.refresh = backend, int(refresh)
+        check_memory("d", 3 * d * d, 8)
+        self.backend, self.refresh = backend, check_int("refresh", refresh, 0)
         # replica axis of length 1: the same arrays the batched kernels take for many runs in lockstep
         self._theta = np.zeros((1, d))
         self._H = self.lam * np.eye(d)[None].copy()
@@ -427,6 +483,11 @@ class OFUMNLppBetaPlusOwn(OFUMNLpp):
 def fit_mle(history: ChoiceHistory, lam: float, theta0: np.ndarray, B: float = np.inf, tol: float = 1e-9,
             max_iter: int = 50) -> np.ndarray:
     "Regularised MLE argmin_{||theta|| <= B} L_t(theta) + lam/2 ||theta||^2 by projected Newton (warm start theta0)."
+    if not isinstance(history, ChoiceHistory):
+        raise ArgumentTypeError(f"history must be a ChoiceHistory, got {type(history).__name__}")
+    lam, tol = check_float("lam", lam, 0.0), check_float("tol", tol, 0.0)
+    theta0 = check_array("theta0", theta0, shape=(history.d,), contiguous=False)
+    max_iter = check_int("max_iter", max_iter, 0)
     theta = project_ball(np.asarray(theta0, float), np.eye(len(theta0)), B)
     f, g, H = history.nll(theta, lam)
     for _ in range(max_iter):
@@ -448,10 +509,8 @@ class _MLEAgent(MNLAgent):
     "Shared state of the MLE-based agents: the history, the estimate and its warm-started refit."
     def __init__(self, d: int, K: int, lam: float, B: float = np.inf, refit_every: int = 1):
         super().__init__(d, K)
-        self.lam, self.B = check_positive("lam", lam), B
-        self.refit_every = int(refit_every)
-        if self.refit_every < 1:
-            raise ValueError(f"refit_every must be >= 1, got {refit_every}")
+        self.lam, self.B = check_positive("lam", lam), check_float("B", B, 0.0, open_min=True, finite=False)
+        self.refit_every = check_int("refit_every", refit_every, 1)
         self.history = ChoiceHistory(d, K)
         self.theta = np.zeros(d)
 
@@ -469,6 +528,7 @@ class _MLEAgent(MNLAgent):
 
 def ucb_mnl_alpha(t: int, d: int, K: int) -> float:
     "UCB-MNL's radius (1/(2 kappa)) sqrt(2 d log(1 + t/d) + 2 log t), kappa = e^-1 / (1 + K e)^2 as in its experiments."
+    t, d, K = check_int("t", t, 1), check_int("d", d, 1), check_int("K", K, 1)
     kappa = math.exp(-1) / (1 + K * math.e) ** 2
     return math.sqrt(2 * d * math.log(1 + t / d) + 2 * math.log(t)) / (2 * kappa)
 
@@ -506,6 +566,7 @@ class TSMNL(UCBMNL):
 
 def beta_m2nl(t: int, d: int, K: int, B: float, delta: float = 0.05) -> float:
     "This chapter's radius for OFU-M2NL's ellipsoid: sqrt(2 (d log(1 + 2 B t (K+1) / d) + log(1/delta)))."
+    t, (d, K, B, delta) = check_int("t", t, 1), _check_dkb(d, K, B, delta)
     return math.sqrt(2 * (d * math.log(1 + 2 * B * t * (K + 1) / d) + math.log(1 / delta)))
 
 class OFUM2NL(_MLEAgent):
@@ -532,6 +593,8 @@ class OFUM2NL(_MLEAgent):
 # %% ../../nbs/bandits/01_mnl.ipynb #24f85e9c
 def reward_variance(p: np.ndarray, r: np.ndarray) -> float:
     "Variance of the realised reward when item i in S is bought with probability p[1+i] (p[0]: no purchase, reward 0)."
+    r = check_array("r", r, ndim=1, contiguous=False)
+    p = check_array("p", p, shape=(r.size + 1,), minimum=0.0, maximum=1.0, contiguous=False)
     m = float(p[1:] @ r)
     return float(p[1:] @ (r * r)) - m * m
 
@@ -545,8 +608,8 @@ def _play(env: MNLEnv, X: np.ndarray, r: np.ndarray, S: np.ndarray) -> tuple[flo
 def run_bandit(env: MNLEnv, agent: MNLAgent, T: int, seed: int | None = None, desc: str | None = None,
                snapshots: tuple = ()) -> dict:
     "Play T rounds of `agent` on `env`; per-round regret, reward variance, beta_t, radius, seconds per round."
-    if not isinstance(T, (int, np.integer)) or T < 1:
-        raise ValueError(f"T must be a positive integer, got {T!r}")
+    T = check_int("T", T, 1)
+    check_memory("T", 6 * T, 8)
     if agent.d != env.d:
         raise ValueError(f"agent.d={agent.d} does not match env.d={env.d}")
     if agent.K != env.K:
@@ -577,6 +640,7 @@ def run_bandit(env: MNLEnv, agent: MNLAgent, T: int, seed: int | None = None, de
 
 def interleaved_round_time(agents: dict, X: np.ndarray, r: np.ndarray, reps: int = 100) -> dict:
     "Median seconds of one select + update from each agent state in `agents`, timed in turn on the same round's items."
+    reps = check_int("reps", reps, 1)
     times = {k: [] for k in agents}
     for _ in range(reps):
         for k, a in agents.items():   # alternating states: a burst of machine load hits all of them alike
@@ -594,8 +658,11 @@ def run_lockstep(envs: list, T: int, eta: float | None = None, lam: float | None
     "OFU-MNL++ (or `agent_cls`, e.g. OFUMNLplus) on every env of `envs` for T rounds, batched through the kernels."
     if not envs:
         raise ValueError("envs must not be empty")
-    if not isinstance(T, (int, np.integer)) or T < 1:
-        raise ValueError(f"T must be a positive integer, got {T!r}")
+    T = check_int("T", T, 1)
+    check_memory("T", 6 * len(envs) * T, 8)
+    refresh = check_int("refresh", refresh, 0)
+    if not all(isinstance(e, MNLEnv) for e in envs):
+        raise ArgumentTypeError("envs must be a list of MNLEnv")
     d, N = envs[0].d, envs[0].N
     if any(e.d != d or e.N != N for e in envs):
         raise ValueError("every env must have the same N and d")
@@ -686,6 +753,7 @@ def _nu_envs(cfg: dict, seed: int, n: int | None = None) -> list:
 
 def tune_beta_scale(seeds=range(4), scale: str = "fast", grid=BETA_GRID, instances: int = 2) -> dict:
     "Mean final regret of each agent at each beta_scale of `grid`, non-uniform rewards, first `instances` of `seeds`."
+    instances, grid = check_int("instances", instances, 1), [check_positive("grid", c) for c in grid]
     cfg = SCALE_CONFIG[check_scale(scale)]
     envs = [e for s in seeds for e in _nu_envs(cfg, check_seed(s), instances)]
     out = {name: {} for name, _ in AGENTS}
@@ -703,6 +771,7 @@ def _base_agent(name: str, d: int, K: int, B: float, seed: int, scale: float = 1
 
 def tune_baselines(seeds=range(4), scale: str = "fast", grid=BASE_GRID, instances: int = 2) -> dict:
     "Mean final regret at each radius scale of `grid`, uniform rewards, K=5, T_b rounds, first `instances` of `seeds`."
+    instances, grid = check_int("instances", instances, 1), [check_positive("grid", c) for c in grid]
     cfg = SCALE_CONFIG[check_scale(scale)]
     insts = [check_seed(s) * 1000 + i for s in seeds for i in range(instances)]
     out = {}

@@ -15,7 +15,8 @@ from scipy.spatial import cKDTree
 from scipy.stats import kstest, ks_2samp, norm, vonmises_fisher
 from threadpoolctl import threadpool_limits
 
-from ..core import Chapter, Claim, check_scale, check_seed, make_rng, progress, register
+from ..core import (ArgumentTypeError, Chapter, Claim, check_array, check_float, check_int, check_memory,
+                           check_scale, check_seed, make_rng, progress, register)
 from ..kernels import vmf as VK
 
 # %% auto #0
@@ -30,7 +31,7 @@ __all__ = ['SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'normalize_rows', 'sample_vmf', 
 # %% ../../nbs/bandits/02_vmf.ipynb #650e7d45
 def normalize_rows(X) -> np.ndarray:
     "Rows of X scaled to unit Euclidean norm (float64); zero or non-finite rows are an error."
-    X = np.asarray(X, dtype=np.float64)
+    X = check_array("X", X, finite=False, contiguous=False)
     if X.ndim not in (1, 2) or X.size == 0:
         raise ValueError(f"X must be a non-empty vector or matrix, got shape {X.shape}")
     if not np.isfinite(X).all():
@@ -42,7 +43,7 @@ def normalize_rows(X) -> np.ndarray:
 
 
 def _check_unit(name: str, X, ndim: int) -> np.ndarray:
-    X = np.asarray(X, dtype=np.float64)
+    X = check_array(name, X, finite=False, contiguous=False)
     if X.ndim != ndim or X.size == 0:
         raise ValueError(f"{name} must be a non-empty {ndim}-d array, got shape {X.shape}")
     if not np.isfinite(X).all():
@@ -52,13 +53,15 @@ def _check_unit(name: str, X, ndim: int) -> np.ndarray:
     return X
 
 
-def _check_kappa(kappa) -> float:
+def _check_kappa(kappa, name: str = "kappa") -> float:
+    if isinstance(kappa, (bool, np.bool_, str, bytes, complex)) or kappa is None or np.ndim(kappa) != 0:
+        raise ArgumentTypeError(f"{name} must be a positive number, got {kappa!r}")
     try:
         k = float(kappa)
     except (TypeError, ValueError):
-        raise ValueError(f"kappa must be a positive number, got {kappa!r}") from None
+        raise ArgumentTypeError(f"{name} must be a positive number, got {kappa!r}") from None
     if not (math.isfinite(k) and k > 0):
-        raise ValueError(f"kappa must be a finite positive number, got {kappa!r}")
+        raise ValueError(f"{name} must be a finite positive number, got {kappa!r}")
     return k
 
 
@@ -69,6 +72,8 @@ def sample_vmf(mu, kappa: float, size: int = 1, seed: int = 0, backend: str = "n
     fn = {"njit": VK.wood_sample, "numpy": VK.wood_sample_ref, "cuda": VK.wood_sample_cuda}.get(backend)
     if fn is None:
         raise ValueError(f"backend must be 'njit', 'numpy' or 'cuda', got {backend!r}")
+    size = check_int("size", size, 0)
+    check_memory("size", size * mu.size, 8)
     return fn(mu, kappa, size, check_seed(seed))
 
 
@@ -77,6 +82,7 @@ def mean_cosine(d: int, kappa: float, tol: float = 4e-16, max_terms: int = 100_0
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 2:
         raise ValueError(f"d must be an integer >= 2, got {d!r}")
     x, nu = _check_kappa(kappa), d / 2.0
+    tol, max_terms = check_float("tol", tol, 0.0, open_min=True), check_int("max_terms", max_terms, 2)
     # x / (b0 + a1 / (b1 + a2 / (b2 + ...))), b0 = 2 nu + x, a_j = -(2 nu + 2 j - 1) x, b_j = 2 nu + j + 2 x;
     # evaluated by the modified Lentz algorithm (every partial denominator stays >= 2 nu + x > 0)
     tiny = 1e-300
@@ -96,7 +102,8 @@ def mean_cosine(d: int, kappa: float, tol: float = 4e-16, max_terms: int = 100_0
 
 def cosine_density(a, d: int, kappa: float) -> np.ndarray:
     "Density of w = <x, mu> under vMF(mu, kappa) on S^{d-1}: proportional to exp(kappa w) (1 - w^2)^((d-3)/2)."
-    a = np.asarray(a, dtype=np.float64)
+    a = check_array("a", a, contiguous=False)
+    d, kappa = check_int("d", d, 2), _check_kappa(kappa)
     grid = np.linspace(-1, 1, 20001)[1:-1]
     logf = lambda w: kappa * (w - 1) + 0.5 * (d - 3) * np.log1p(-w * w)
     Z = np.trapezoid(np.exp(logf(grid)), grid)
@@ -136,7 +143,8 @@ def truncated_boltzmann_probs(V, A, kappa: float, k: int) -> np.ndarray:
 
 def nucleus_k(V, A, kappa: float, mass: float) -> int:
     "The smallest K such that B-exp's K most similar actions hold at least `mass` of its probability (top-p)."
-    if not 0 < float(mass) <= 1:
+    mass = check_float("mass", mass)
+    if not 0 < mass <= 1:
         raise ValueError(f"mass must be in (0, 1], got {mass!r}")
     c = np.cumsum(np.sort(boltzmann_probs(V, A, kappa))[::-1])
     return int(min(len(c), np.searchsorted(c, float(mass) * c[-1]) + 1))
@@ -156,6 +164,7 @@ class BoltzmannSampler:
             raise ValueError(f"V has dimension {V.shape[0]} but the actions have dimension {self.A.shape[1]}")
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
             raise ValueError(f"size must be a non-negative integer, got {size!r}")
+        check_memory("size", size, 24)
         s = self.kappa * (self.A @ V)
         c = np.cumsum(np.exp(s - s.max()))
         u = make_rng(check_seed(seed), 1).random(int(size)) * c[-1]
@@ -178,7 +187,7 @@ class ActionIndex:
         self._tree = cKDTree(self.A) if kind == "kdtree" else None
 
     def query(self, Q) -> np.ndarray:
-        Q = np.atleast_2d(np.asarray(Q, dtype=np.float64))
+        Q = np.atleast_2d(check_array("Q", Q, ndim=(1, 2), contiguous=False))
         if Q.shape[1] != self.d:
             raise ValueError(f"queries have dimension {Q.shape[1]} but the index has dimension {self.d}")
         if self.kind == "kdtree":
@@ -187,7 +196,7 @@ class ActionIndex:
 
     def topk(self, q, k: int) -> np.ndarray:
         "Indices of the k actions with the largest <q, A_i> for one query q (a k-nearest-neighbour query)."
-        q = np.asarray(q, dtype=np.float64)
+        q = check_array("q", q, contiguous=False)
         if q.shape != (self.d,):
             raise ValueError(f"q must be one vector of dimension {self.d}, got shape {q.shape}")
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= self.n:
@@ -205,10 +214,21 @@ def build_index(A, kind: str = "kdtree") -> ActionIndex:
     return ActionIndex(A, kind)
 
 
+def _check_index(index, V: np.ndarray) -> "ActionIndex":
+    if not isinstance(index, ActionIndex):
+        raise ArgumentTypeError(f"index must be an ActionIndex (build_index(A)), got {type(index).__name__}")
+    if V.shape[0] != index.d:
+        raise ValueError(f"V has dimension {V.shape[0]} but the index has dimension {index.d}")
+    return index
+
+
 def truncated_boltzmann_sample(V, index: "ActionIndex", kappa: float, k: int, size: int = 1,
                                 seed: int = 0) -> np.ndarray:
     "`size` draws of B-exp restricted to the k actions nearest to V, retrieved by the index (O(k) after the query)."
     V = _check_unit("V", V, 1)
+    index = _check_index(index, V)
+    size = check_int("size", size, 0)
+    check_memory("size", size, 24)
     j = index.topk(V, k)
     s = _check_kappa(kappa) * (index.A[j] @ V)
     c = np.cumsum(np.exp(s - s.max()))
@@ -219,10 +239,11 @@ def truncated_boltzmann_sample(V, index: "ActionIndex", kappa: float, k: int, si
 def subsample_boltzmann_sample(V, A, kappa: float, k: int, size: int = 1, seed: int = 0) -> np.ndarray:
     """`size` draws of "sampled softmax" B-exp: k actions drawn uniformly at random (with replacement), then B-exp
     among them; O(kd) per draw, no index. Each action's marginal probability tracks B-exp's when k is large enough."""
-    A = np.asarray(A, dtype=np.float64)
-    V = np.asarray(V, dtype=np.float64)
+    V, A = _check_actions(V, A)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
+    size = check_int("size", size, 0)
+    check_memory("size", size * k * (A.shape[1] + 3), 8)
     rng = make_rng(check_seed(seed), 5)
     S = rng.integers(len(A), size=(int(size), int(k)))
     s = _check_kappa(kappa) * (A[S] @ V)
@@ -237,6 +258,8 @@ def subsample_boltzmann_probs(V, A, kappa: float, k: int, reps: int, seed: int =
     V, A = _check_actions(V, A)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
+    reps = check_int("reps", reps, 1)
+    check_memory("k", 5_000 * k, 32)
     sims, out = A @ V, np.zeros(len(A))
     rng = make_rng(check_seed(seed), 6)
     for r0 in range(0, int(reps), 5_000):
@@ -249,13 +272,12 @@ def subsample_boltzmann_probs(V, A, kappa: float, k: int, reps: int, seed: int =
 def vmf_explore(V, index: ActionIndex, kappa: float, size: int = 1, seed: int = 0) -> np.ndarray:
     "`size` vMF-exp draws (action indices): sample V~ from vMF(V, kappa), return the action nearest to it."
     V = _check_unit("V", V, 1)
-    if V.shape[0] != index.d:
-        raise ValueError(f"V has dimension {V.shape[0]} but the index has dimension {index.d}")
+    index = _check_index(index, V)
     return index.query(sample_vmf(V, kappa, size, seed))
 
 # %% ../../nbs/bandits/02_vmf.ipynb #fc7ad931
 def _as_probs(name, p, n) -> np.ndarray:
-    p = np.asarray(p, dtype=np.float64)
+    p = check_array(name, p, finite=False, contiguous=False)
     if p.shape != (n,) or (p < 0).any() or not np.isfinite(p).all() or p.sum() <= 0:
         raise ValueError(f"{name} must be {n} non-negative finite weights with a positive sum")
     return p / p.sum()
@@ -263,7 +285,9 @@ def _as_probs(name, p, n) -> np.ndarray:
 
 def similarity_histogram(sims, p, bins: int = 20) -> np.ndarray:
     "Probability of each of `bins` equal-width similarity bins on [-1, 1] under per-action weights p."
-    sims = np.asarray(sims, dtype=np.float64)
+    sims = check_array("sims", sims, ndim=1, contiguous=False)
+    bins = check_int("bins", bins, 1)
+    check_memory("bins", bins, 8)
     p = _as_probs("p", p, len(sims))
     b = np.clip(((sims + 1) / 2 * bins).astype(np.int64), 0, bins - 1)
     return np.bincount(b, weights=p, minlength=bins)
@@ -271,12 +295,14 @@ def similarity_histogram(sims, p, bins: int = 20) -> np.ndarray:
 
 def similarity_binned_tv(sims, p, q, bins: int = 20) -> float:
     "Total variation between the similarity profiles (binned) of two per-action distributions p and q."
+    _as_probs("q", q, np.size(sims))  # checked here so that the error names q
     return float(0.5 * np.abs(similarity_histogram(sims, p, bins) - similarity_histogram(sims, q, bins)).sum())
 
 
 def action_tv(p, q) -> float:
     "Per-action total variation 1/2 sum_i |p_i - q_i| (p, q normalised)."
-    p = _as_probs("p", p, len(np.asarray(p)))
+    p = check_array("p", p, ndim=1, finite=False, contiguous=False)
+    p = _as_probs("p", p, p.size)
     return float(0.5 * np.abs(p - _as_probs("q", q, len(p))).sum())
 
 # %% ../../nbs/bandits/02_vmf.ipynb #807ab65b
@@ -298,11 +324,17 @@ SCALE_CONFIG = {
 
 def uniform_catalogue(n: int, d: int, seed: int = 0) -> np.ndarray:
     "n actions i.i.d. uniform on the unit sphere S^{d-1}."
+    n, d = check_int("n", n, 1), check_int("d", d, 1)
+    check_memory("n", 2 * n * d, 8)
     return normalize_rows(make_rng(seed, 3).standard_normal((n, d)))
 
 
 def clustered_catalogue(n: int, d: int, clusters: int = 16, kappa_c: float = 30.0, seed: int = 0) -> np.ndarray:
     "n actions from an equal mixture of `clusters` vMF(centre, kappa_c) clusters; the centres depend on seed only."
+    n, d, clusters = check_int("n", n, 1), check_int("d", d, 2), check_int("clusters", clusters, 1)
+    kappa_c, seed = _check_kappa(kappa_c, "kappa_c"), check_seed(seed)
+    check_memory("n", 3 * n * d, 8)
+    check_memory("clusters", clusters * d, 8)
     rng = make_rng(seed, 4)
     centres = normalize_rows(rng.standard_normal((clusters, d)))
     lab = rng.integers(clusters, size=n)
@@ -316,6 +348,7 @@ def clustered_catalogue(n: int, d: int, clusters: int = 16, kappa_c: float = 30.
 
 def digits_catalogue(dim: int = 3) -> np.ndarray:
     "The 1,797 scikit-learn digits, centred, projected on their first `dim` principal components, normalised."
+    dim = check_int("dim", dim, 2, 64)  # the digits have 64 pixels
     from sklearn.datasets import load_digits
     X = load_digits().data.astype(np.float64)
     X -= X.mean(0)
@@ -373,6 +406,8 @@ def tv_study(d: int, n: int, kappa: float, sets: int, draws: int, seed: int, bin
 
 def g_quantile_edges(d: int, kappa: float, bins: int) -> np.ndarray:
     "Edges of `bins` similarity bins of equal probability under the limit law g (the vMF cosine law), on [-1, 1]."
+    bins = check_int("bins", bins, 1)
+    check_memory("bins", bins, 8)
     grid = np.linspace(-1, 1, 200_001)
     cdf = np.concatenate([[0.0], np.cumsum(np.diff(grid) * 0.5 * (cosine_density(grid[1:], d, kappa)
                                                                   + cosine_density(grid[:-1], d, kappa)))])

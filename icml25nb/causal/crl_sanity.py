@@ -26,7 +26,8 @@ try:  # the authors' light-tunnel image simulators (numpy only); the import prin
 except ImportError:  # pragma: no cover - the chapter falls back to its own renderer
     ModelF1 = ModelF3 = None
 
-from ..core import Chapter, Claim, check_int, check_scale, check_seed, make_rng, progress, register
+from ..core import (ArgumentTypeError, Chapter, Claim, check_array, check_float, check_int, check_memory,
+                           check_scale, check_seed, make_rng, progress, register)
 
 # %% auto #0
 __all__ = ['LATENTS', 'MODES', 'RENDERERS', 'BACKENDS', 'CHAMBER_PARAMS', 'BLOCKS', 'MV_LOSSES', 'SCALE_CONFIG', 'RENDERINGS',
@@ -63,7 +64,7 @@ def light_tunnel_graph() -> np.ndarray:
 
 
 def _check_latents(z) -> np.ndarray:
-    z = np.asarray(z, dtype=np.float64)
+    z = check_array("z", z, finite=False, contiguous=False)
     if z.ndim != 2 or z.shape[1] != 5:
         raise ValueError(f"z must be an (n, 5) array of (red, green, blue, pol_1, pol_2), got shape {z.shape}")
     if not np.isfinite(z).all():
@@ -211,7 +212,8 @@ def sample_interventional_data(n_per_env: int = 500, seed: int = 0, W=None) -> d
     (env t + 1 intervenes on node t) of the linear Gaussian SCM with weights W (default: the light-tunnel graph).
     Returns z (n, d), env (n,), W, noise_std, int_mean, int_std."""
     n = check_int("n_per_env", n_per_env, 2)
-    W = light_tunnel_graph() if W is None else np.asarray(W, dtype=np.float64)
+    W = light_tunnel_graph() if W is None else check_array("W", W, finite=False, contiguous=False)
+    check_memory("n_per_env", n * (len(W) + 1) ** 2 * 3, 8)
     if W.ndim != 2 or W.shape[0] != W.shape[1] or not np.isfinite(W).all():
         raise ValueError(f"W must be a finite square matrix, got shape {W.shape}")
     d = len(W)
@@ -234,7 +236,8 @@ def sample_interventional_data(n_per_env: int = 500, seed: int = 0, W=None) -> d
 
 # %% ../../nbs/causal/03_crl_sanity.ipynb #e53c76c3
 def _check_pair(name_a: str, a, name_b: str, b) -> tuple:
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    a = check_array(name_a, a, finite=False, contiguous=False)
+    b = check_array(name_b, b, finite=False, contiguous=False)
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"{name_a} and {name_b} must be 2-D (n, d), got shapes {a.shape} and {b.shape}")
     if len(a) != len(b) or len(a) < 3:
@@ -273,6 +276,7 @@ def mcc(z_hat, z, per_latent: bool = False):
 def linear_ica_mcc(n: int = 2000, d: int = 5, dim: int = 40, seed: int = 0) -> float:
     "MCC of scikit-learn's FastICA on a random linear mixing (to dim dims) of d independent uniform sources."
     n, d, dim = check_int("n", n, 10), check_int("d", d, 1), check_int("dim", dim, 1)
+    check_memory("n", 4 * n * (d + dim), 8)
     if dim < d:
         raise ValueError(f"dim must be >= d for an injective linear mixing, got dim={dim}, d={d}")
     rng = make_rng(check_seed(seed), 13)
@@ -308,6 +312,7 @@ class MLPEncoder(nn.Module):
 
 def _as_groups(X, name: str = "X") -> tuple:
     "Images (n, ...) or groups of image sets (G, n, ...) as a float tensor (G, n, p), and whether X was grouped."
+    check_array(name, X, finite=False, contiguous=False)  # numbers only: no strings, objects or complex values
     a = np.asarray(X, dtype=np.float32)
     if a.ndim not in (2, 3, 4, 5):
         raise ValueError(f"{name} must be images (n, p) or (n, h, w, c), or groups of them, got shape {a.shape}")
@@ -357,6 +362,7 @@ class ContrastiveCRL:
                  kappa: float = 0.1, eta: float = 1e-4, seed: int = 0):
         self.d, self.hidden = check_int("d", d, 1), check_int("hidden", hidden, 1)
         self.steps, self.batch = check_int("steps", steps, 0), check_int("batch", batch, 2)
+        lr, kappa, eta = check_float("lr", lr), check_float("kappa", kappa), check_float("eta", eta)
         if not (lr > 0 and kappa >= 0 and eta >= 0):
             raise ValueError(f"lr must be > 0 and kappa, eta >= 0, got lr={lr}, kappa={kappa}, eta={eta}")
         self.lr, self.kappa, self.eta, self.seed = lr, kappa, eta, check_seed(seed)
@@ -405,8 +411,26 @@ def sensor_views(z) -> list:
             np.sin(theta[:, 1:]).astype(np.float32)]
 
 
+_MIN_TAU = 1e-20  # below it the float32 logits (similarity / tau) overflow to inf and the losses turn NaN
+
+
+def _check_views(a, b, tau) -> float:
+    "Paired view embeddings a, b: torch tensors (G, n, k) of one shape, finite; tau in [1e-20, inf)."
+    for name, x in (("a", a), ("b", b)):
+        if not isinstance(x, torch.Tensor):
+            raise ArgumentTypeError(f"{name} must be a torch tensor (G, n, k), got {type(x).__name__}")
+        if x.ndim != 3 or x.shape[1] == 0 or not x.is_floating_point():
+            raise ValueError(f"{name} must be a float tensor (G, n, k) with n >= 1, got shape {tuple(x.shape)}")
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError(f"{name} must be finite (found NaN or inf)")
+    if a.shape != b.shape:
+        raise ValueError(f"a and b must have the same shape, got {tuple(a.shape)} and {tuple(b.shape)}")
+    return check_float("tau", tau, _MIN_TAU)
+
+
 def info_nce(a: torch.Tensor, b: torch.Tensor, tau: float = 1.0) -> torch.Tensor:
     "Symmetric InfoNCE per group of paired rows a, b (G, n, k), similarity -||a_i - b_j||^2 / tau: shape (G,)."
+    _check_views(a, b, tau)
     d2 = (a * a).sum(-1, keepdim=True) + (b * b).sum(-1).unsqueeze(1) - 2 * torch.bmm(a, b.transpose(1, 2))
     logits = -d2 / tau
     G, n = logits.shape[:2]
@@ -420,6 +444,7 @@ def nt_xent_cosine(a: torch.Tensor, b: torch.Tensor, tau: float = 1.0) -> torch.
     dimensions a, b (G, n, k), negatives from both views (same-view diagonal excluded), mean over the 2n rows: shape
     (G,). As `infonce_base_loss` in multiview-crl `losses.py` with sim_metric=CosineSimilarity(dim=-1), called by
     CRLSanityCheck `crc/multiview_experiment.py:loss_func`. For k = 1 the cosine is sign(a_i) sign(b_j)."""
+    _check_views(a, b, tau)
     # cosine similarity as normalised products (2-3x faster than broadcasting torch's CosineSimilarity, equal up to
     # rounding); on a one-dimensional block the gradient is zero up to float rounding (about 1e-8), which Adam rescales
     # to full-size steps, in the authors' code as here: those outputs drift by rounding noise
@@ -431,6 +456,7 @@ def nt_xent_cosine(a: torch.Tensor, b: torch.Tensor, tau: float = 1.0) -> torch.
 def nt_xent_sqdist(a: torch.Tensor, b: torch.Tensor, tau: float = 1.0) -> torch.Tensor:
     """`nt_xent_cosine` with only the similarity changed: -||a_i - b_j||^2 / tau instead of the cosine (negatives from
     both views, same-view diagonal excluded, mean over the 2n rows): shape (G,)."""
+    _check_views(a, b, tau)
     sq = lambda x, y: -((x * x).sum(-1, keepdim=True) + (y * y).sum(-1).unsqueeze(1)
                         - 2 * torch.bmm(x, y.transpose(1, 2))) / tau  # (G, n, n)
     return _nt_xent(sq(a, b), sq(a, a), sq(b, b))
@@ -473,6 +499,7 @@ class MultiviewCRL:
                  seed: int = 0, loss: str = "authors", clip: float = 2.0):
         self.hidden, self.steps = check_int("hidden", hidden, 1), check_int("steps", steps, 0)
         self.batch = check_int("batch", batch, 2)
+        lr, tau, clip = check_float("lr", lr), check_float("tau", tau, _MIN_TAU), check_float("clip", clip)
         if not (lr > 0 and tau > 0 and clip > 0):
             raise ValueError(f"lr, tau and clip must be > 0, got lr={lr}, tau={tau}, clip={clip}")
         if loss not in MV_LOSSES:
@@ -538,7 +565,9 @@ def supervised_oracle(X_train, z_train, X_test, z_test, hidden: int = 64, steps:
     (shapes (n, d) and (d,), or (G, n, d) and (G, d))."""
     Xtr, grouped = _as_groups(X_train, "X_train")
     Xte, _ = _as_groups(X_test, "X_test")
-    z_train, z_test = np.asarray(z_train, np.float64), np.asarray(z_test, np.float64)
+    z_train = check_array("z_train", z_train, ndim=2, contiguous=False)
+    z_test = check_array("z_test", z_test, ndim=2, contiguous=False)
+    hidden, lr = check_int("hidden", hidden, 1), check_float("lr", lr, 0.0, open_min=True)
     if z_train.shape[0] != Xtr.shape[1] or z_test.shape[0] != Xte.shape[1] or Xte.shape[0] != Xtr.shape[0]:
         raise ValueError("z_train/z_test must have one row per image of X_train/X_test, in as many groups")
     steps, batch = check_int("steps", steps, 1), check_int("batch", batch, 1)

@@ -13,7 +13,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..core import Chapter, Claim, check_int, check_scale, check_seed, make_rng, progress, register
+from ..core import (ArgumentTypeError, Chapter, Claim, check_array, check_float, check_int, check_memory,
+                           check_prob, check_scale, check_seed, make_rng, progress, register)
 
 # %% auto #0
 __all__ = ['SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'topological_order', 'LinearSCM', 'Intervention', 'make_linear_scm', 'sample_scm',
@@ -24,9 +25,25 @@ __all__ = ['SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'topological_order', 'LinearSCM'
            'loglik_bruteforce', 'notears_variant', 'experiment', 'plots']
 
 # %% ../../nbs/causal/01_gim.ipynb #6e575811
+def _check_square(name: str, W) -> np.ndarray:
+    "A finite square matrix (an adjacency or weight matrix over d nodes)."
+    W = check_array(name, W, ndim=2, contiguous=False)
+    if W.shape[0] != W.shape[1]:
+        raise ValueError(f"{name} must be a square (d, d) matrix, got shape {W.shape}")
+    return W
+
+
+def _check_order(order, d: int) -> np.ndarray:
+    "A causal order: a permutation of 0..d-1."
+    o = check_array("order", order, ndim=1, dtype=np.int64, minimum=0, maximum=d - 1)
+    if o.size != d or np.unique(o).size != d:
+        raise ValueError(f"order must be a permutation of 0..{d - 1}, got {o.tolist()}")
+    return o
+
+
 def topological_order(W) -> list:
     "A topological order of the graph with adjacency W (W[i, j] != 0 for i -> j); ValueError if it has a cycle."
-    A = np.asarray(W) != 0
+    A = _check_square("W", W) != 0
     indeg, order = A.sum(0).astype(int), []
     ready = [j for j in range(len(A)) if indeg[j] == 0]
     while ready:
@@ -48,6 +65,7 @@ class LinearSCM:
     noise_std: np.ndarray
 
     def __post_init__(self):
+        check_array("W", self.W, finite=False, contiguous=False), check_array("noise_std", self.noise_std, finite=False)
         self.W = np.asarray(self.W, dtype=np.float64)
         self.noise_std = np.asarray(self.noise_std, dtype=np.float64)
         d = len(self.noise_std)
@@ -69,6 +87,7 @@ class Intervention:
     shift: np.ndarray
 
     def __post_init__(self):
+        check_array("mask", self.mask, finite=False), check_array("shift", self.shift, finite=False)
         self.mask = np.asarray(self.mask, dtype=np.float64)
         self.shift = np.asarray(self.shift, dtype=np.float64)
         if self.mask.ndim != 1 or self.mask.shape != self.shift.shape:
@@ -89,8 +108,13 @@ def make_linear_scm(d: int = 10, edge_prob: float = 0.3, seed: int = 0, weight_r
                     noise_range=(0.5, 1.0)) -> LinearSCM:
     "A random DAG (Erdos-Renyi on a random order) with weights +-U(weight_range) and noise std U(noise_range)."
     d = check_int("d", d, 1)
-    if not 0 <= edge_prob <= 1:
-        raise ValueError(f"edge_prob must be in [0, 1], got {edge_prob!r}")
+    if d > 3000:  # d^2 / 2 Python steps and a (d, d) matrix
+        raise ValueError(f"d must be <= 3000, got {d}")
+    edge_prob = check_prob("edge_prob", edge_prob)
+    for name, (lo, hi) in (("weight_range", weight_range), ("noise_range", noise_range)):
+        lo, hi = check_float(name, lo, 0.0 if name == "weight_range" else 1e-12), check_float(name, hi)
+        if hi < lo:
+            raise ValueError(f"{name} must be (low, high) with low <= high, got {(lo, hi)}")
     rng = make_rng(check_seed(seed), 41)
     order = rng.permutation(d)
     W = np.zeros((d, d))
@@ -104,6 +128,9 @@ def make_linear_scm(d: int = 10, edge_prob: float = 0.3, seed: int = 0, weight_r
 def sample_scm(scm: LinearSCM, intervention: Intervention | None = None, n: int = 100, seed: int = 0) -> np.ndarray:
     "n samples (n, d) of the SCM under the intervention (None: observational)."
     n = check_int("n", n, 1)
+    if not isinstance(scm, LinearSCM):
+        raise ArgumentTypeError(f"scm must be a LinearSCM, got {type(scm).__name__}")
+    check_memory("n", 3 * n * scm.d, 8)
     eps = make_rng(check_seed(seed), 42).standard_normal((n, scm.d)) * scm.noise_std + _effective_shift(scm, intervention)
     return _solve_sem(scm.W, eps)
 
@@ -121,7 +148,8 @@ def interventional_moments(scm: LinearSCM, intervention: Intervention | None = N
 
 def hill(c, K, n):
     "The Hill dose response c^n / (K^n + c^n): 0 at c = 0, 1/2 at c = K, saturating at 1."
-    c = np.asarray(c, dtype=np.float64)
+    c = check_array("c", c, contiguous=False)
+    K, n = check_float("K", K), check_float("n", n)
     if (c < 0).any() or not (K > 0 and n > 0):
         raise ValueError("hill needs doses c >= 0 and K, n > 0")
     return c ** n / (K ** n + c ** n)
@@ -149,8 +177,15 @@ def make_perturbation_family(scm: LinearSCM, n_train_drugs: int = 40, n_new_drug
     for name, v in (("n_train_drugs", n_train_drugs), ("n_new_drugs", n_new_drugs), ("n_per_context", n_per_context),
                     ("n_obs", n_obs), ("n_test", n_test), ("descriptor_dim", descriptor_dim)):
         check_int(name, v, 1)
-    if not 1 <= max_targets <= d:
+    if not 1 <= check_int("max_targets", max_targets, 1) <= d:
         raise ValueError(f"max_targets must be in [1, {d}], got {max_targets!r}")
+    drugs_n = n_train_drugs + n_new_drugs
+    for name, doses in (("train_doses", train_doses), ("partial_doses", partial_doses)):
+        check_array(name, doses, ndim=1, min_size=1, minimum=0.0)
+    check_memory("n_per_context", drugs_n * len(train_doses) * n_per_context * d, 8)
+    check_memory("n_test", drugs_n * len(partial_doses) * n_test * d, 8)
+    check_memory("n_obs", n_obs * d, 8)
+    check_memory("descriptor_dim", drugs_n * descriptor_dim * 4, 8)
     rng = make_rng(seed, 43)
     R = rng.standard_normal((descriptor_dim, 2 * d + 2)) / math.sqrt(2 * d + 2)
     drugs = []
@@ -330,6 +365,8 @@ def shift_sparsity_order(data: dict, restarts: int = 3, seed: int = 0) -> tuple:
 
 def order_violations(order, W) -> int:
     "How many edges of W point backwards in `order` (0: the order is a topological order of W's graph)."
+    W = _check_square("W", W)
+    order = _check_order(order, len(W))
     pos = np.empty(len(order), int)
     pos[np.asarray(order)] = np.arange(len(order))
     i, j = np.nonzero(np.asarray(W))
@@ -357,9 +394,15 @@ def fit_gim(data: dict, shared: bool = True, order=None, steps: int = 4000, lr: 
 
     Returns (model, history) with history rows (step, negative log-likelihood per sample, h(W))."""
     steps, seed = check_int("steps", steps, 1), check_seed(seed)
+    lr, threshold = check_float("lr", lr, 0.0, open_min=True), check_float("threshold", threshold, 0.0)
+    lam_targets, lam_l1 = check_float("lam_targets", lam_targets, 0.0), check_float("lam_l1", lam_l1, 0.0)
+    hidden, rho_every = check_int("hidden", hidden, 1), check_int("rho_every", rho_every, 1)
+    log_every = check_int("log_every", log_every, 1)
     torch.manual_seed(seed)
     X, rows, G, Xo, stats = _training_tensors(data)
     d = X.shape[2]
+    if graph and order is not None:
+        order = _check_order(order, d)
     model = GIM(d, G.shape[1], hidden)
     if not graph:
         model.mask, order = torch.zeros(d, d), []
@@ -428,6 +471,8 @@ def _refit_noise(model, X, rows, G, stats, shared, steps: int = 200):
 # %% ../../nbs/causal/01_gim.ipynb #d5fb3725
 def predict_targets(model: GIM, contexts) -> np.ndarray:
     "Target probabilities pi(gamma) (k, d) for the contexts' features."
+    if isinstance(contexts, (str, bytes)) or not contexts or not all(isinstance(c, Context) for c in contexts):
+        raise ValueError("contexts must be a non-empty list of Contexts")
     with torch.no_grad():
         return torch.sigmoid(model.intervention(np.stack([c.features for c in contexts]))[0]).numpy()
 
@@ -435,14 +480,24 @@ def predict_targets(model: GIM, contexts) -> np.ndarray:
 def meanshift_scores(contexts, observational) -> np.ndarray:
     """The marginal mean-shift ranking (k, d): |mean of each node in the context's samples - its observational mean|
     in observational standard deviations. It reads the test samples, and ranks a target's descendants with it."""
-    obs = np.asarray(observational, dtype=np.float64)
+    obs = check_array("observational", observational, ndim=2, contiguous=False)
+    if len(obs) < 2:
+        raise ValueError(f"observational must hold at least 2 samples, got {len(obs)}")
     mu, sd = obs.mean(0), obs.std(0)
+    if not (sd > 0).all():
+        raise ValueError("observational has a node with zero standard deviation: its shift is undefined")
+    if not contexts or any(np.shape(c.x)[1:] != obs.shape[1:] for c in contexts):
+        raise ValueError(f"contexts must be a non-empty list of Contexts with samples of width {obs.shape[1]}")
     return np.stack([np.abs(np.asarray(c.x, dtype=np.float64).mean(0) - mu) / sd for c in contexts])
 
 
 def sample_gim(model: GIM, features, n: int, seed: int = 0) -> np.ndarray:
     "n samples of the GIM's prediction for one perturbation: its most probable intervention in the learned SCM."
     n = check_int("n", n, 1)
+    if not isinstance(model, GIM):
+        raise ArgumentTypeError(f"model must be a GIM (fit_gim), got {type(model).__name__}")
+    features = check_array("features", features, shape=(model.feature_dim,), contiguous=False)
+    check_memory("n", 3 * n * model.d, 8)
     with torch.no_grad():
         logits, shift = model.intervention(np.asarray(features, dtype=np.float64)[None])
         W = model.adjacency().numpy().astype(np.float64)
@@ -470,6 +525,7 @@ class Unstructured(nn.Module):
 
 def fit_unstructured(data: dict, steps: int = 2000, lr: float = 1e-2, hidden: int = 64, seed: int = 0) -> Unstructured:
     "Maximum likelihood of the unstructured Gaussian on the training contexts and the observational samples."
+    lr, hidden = check_float("lr", lr, 0.0, open_min=True), check_int("hidden", hidden, 1)
     torch.manual_seed(check_seed(seed))
     X, rows, G, Xo, _ = _training_tensors(data)
     Xall = torch.cat([X.reshape(-1, X.shape[2])[rows.reshape(-1) > 0], Xo])
@@ -489,6 +545,11 @@ def fit_unstructured(data: dict, steps: int = 2000, lr: float = 1e-2, hidden: in
 
 def sample_unstructured(model: Unstructured, features, n: int, seed: int = 0) -> np.ndarray:
     "n samples of the baseline's predicted Gaussian for one perturbation."
+    n = check_int("n", n, 1)
+    if not isinstance(model, Unstructured):
+        raise ArgumentTypeError(f"model must be an Unstructured (fit_unstructured), got {type(model).__name__}")
+    features = check_array("features", features, shape=(model.feature_dim,), contiguous=False)
+    check_memory("n", 3 * n * model.d, 8)
     with torch.no_grad():
         mu = model(torch.tensor(np.asarray(features, dtype=np.float32)[None]))[0].numpy().astype(np.float64)
         L = model.chol().numpy().astype(np.float64)
@@ -503,7 +564,10 @@ def mmd_rbf(X, Y, sigma: float | None = None) -> float:
 
 def target_auroc(scores, truth) -> float:
     "AUROC of scores against 0/1 truth (Mann-Whitney, ties counted half), over all entries."
-    s, y = np.asarray(scores, dtype=np.float64).ravel(), np.asarray(truth).ravel()
+    s = check_array("scores", scores, contiguous=False).ravel()
+    y = check_array("truth", truth, contiguous=False).ravel()
+    if np.shape(scores) != np.shape(truth):
+        raise ValueError(f"scores and truth must have the same shape, got {np.shape(scores)} and {np.shape(truth)}")
     if s.shape != y.shape or not np.isin(y, (0, 1)).all():
         raise ValueError("scores and truth must have the same size and truth must be 0/1")
     pos, neg = s[y == 1], s[y == 0]
@@ -548,7 +612,9 @@ def supervised_targets(data: dict, split: str = "ood", Cs=(0.01, 0.1, 1.0, 10.0,
 
 def structural_hamming(W_est, W_true) -> int:
     "Edges added, removed or reversed (a reversal counts once)."
-    A, T = np.asarray(W_est) != 0, np.asarray(W_true) != 0
+    A, T = _check_square("W_est", W_est) != 0, _check_square("W_true", W_true) != 0
+    if A.shape != T.shape:
+        raise ValueError(f"W_est and W_true must have the same shape, got {A.shape} and {T.shape}")
     return int(((A | A.T) != (T | T.T)).sum() // 2 + ((A & T.T & ~T) ).sum())
 
 # %% ../../nbs/causal/01_gim.ipynb #c67ff6ec

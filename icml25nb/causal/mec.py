@@ -13,7 +13,8 @@ from dataclasses import dataclass, fields
 import networkx as nx
 import numpy as np
 
-from ..core import Chapter, Claim, check_int, check_scale, check_seed, make_rng, progress, register
+from ..core import (ArgumentTypeError, Chapter, Claim, check_int, check_memory, check_scale, check_seed,
+                           make_rng, progress, register)
 from ..kernels import amo as AK
 
 # %% auto #0
@@ -171,6 +172,10 @@ def phi(size: int, chain: list[int]) -> int:
     """Orderings of a clique of `size` vertices with no prefix equal to any set of a strict chain of subsets with
     sizes `chain` (ascending, each < size). With s_0 = 0 and phi(i) = orderings of the rest after the first s_i:
     phi(i) = (size - s_i)! - sum_{j > i} (s_j - s_i)! phi(j), grouping the bad orderings by the last set they hit."""
+    size = check_int("size", size, 0, 10_000)  # (size)! has ~35,000 digits at the bound: a clique no graph here has
+    if isinstance(chain, (str, bytes)) or not hasattr(chain, "__iter__"):
+        raise ArgumentTypeError(f"chain must be a list of clique sizes, got {type(chain).__name__}")
+    chain = [check_int("chain", c, 1) for c in chain]
     s = [0] + list(chain)
     if any(a >= b for a, b in zip(s, s[1:])) or (chain and chain[-1] >= size):
         raise ValueError(f"chain sizes must increase strictly and stay below {size}, got {chain}")
@@ -180,8 +185,16 @@ def phi(size: int, chain: list[int]) -> int:
     return out[0]
 
 
+def _check_clique(name: str, tree, i) -> int:
+    "A clique id of `tree`: an integer in [0, tree.m) (no negative wrap-around)."
+    if not isinstance(tree, CliqueTree):
+        raise ArgumentTypeError(f"tree must be a CliqueTree, got {type(tree).__name__}")
+    return check_int(name, i, 0, tree.m - 1)
+
+
 def forbidden_prefixes(tree: CliqueTree, p: int, counter: OpCounter | None = None) -> list[int]:
     "FP(K_p, T): the separators on the tree path from the root to K_p that lie inside K_p, as a strict chain."
+    p = _check_clique("p", tree, p)
     out, x = set(), p
     while tree.parent[x] >= 0:
         if counter is not None:
@@ -280,6 +293,7 @@ class SuperCliques:
         separator strictly contains K_t & K_i (repeatedly, as absorbed ones bring new neighbours); the rest stay.
         `cascade=False` checks only K_t's children, as the paper's Algorithm 4 is printed (wrong on some trees)."""
         t, tree = self.root, self.tree
+        i = _check_clique("i", tree, i)
         if self.parent[i] != t:
             raise ValueError(f"clique {i} is not a child of the current root {t}")
         ops = tree.m  # copying the per-node arrays
@@ -344,6 +358,7 @@ def components_flower(tree: CliqueTree, root: int, counter: OpCounter | None = N
     contain S; the subproblem is the union of their cliques minus S (the super residuals of Theorem 5.3, built from
     scratch at this root). Operations: one per tree node and adjacency entry scanned, and per member and vertex of
     each residual, as `SuperCliques.residuals` counts them. `nb`: the tree's adjacency lists, if already built."""
+    root = _check_clique("root", tree, root)
     ops = 0
     if nb is None:
         nb = tree.neighbours()
@@ -480,6 +495,9 @@ def random_chordal_graph(n: int, n_cliques: int, seed: int = 0, max_subtree: int
     n = check_int("n", n, 1)
     k = min(check_int("n_cliques", n_cliques, 1), n)
     top = check_int("max_subtree", max_subtree, 1)
+    if n * n * min(top, k) ** 2 / k > 2e8:  # about the number of edges the cliques hold
+        raise ValueError(f"n is too large for n_cliques={k}, max_subtree={top}: the graph would hold about "
+                         f"{n * n * min(top, k) ** 2 / k:.3g} edges (at most 2e8)")
     rng = make_rng(check_seed(seed), 21)
     parent = [-1] + [int(rng.integers(0, j)) for j in range(1, k)]
     nbrs = [[] for _ in range(k)]
@@ -671,7 +689,9 @@ def sample_dag_in_mec(dag_or_cpdag, seed: int = 0, size: int | None = None):
     rnd = random.Random(check_seed(seed))
     labels = sampler.g.labels
     out = []
-    for _ in range(1 if size is None else check_int("size", size, 1)):
+    size = None if size is None else check_int("size", size, 1)
+    check_memory("size", (1 if size is None else size) * (len(labels) + dire.number_of_edges() + und.number_of_edges()), 200)
+    for _ in range(1 if size is None else size):
         pos = {}
         for comp in sampler.g.components(sampler.g.all):
             for i, v in enumerate(sampler.order(comp, rnd)):

@@ -19,7 +19,8 @@ import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.stats import norm
 
-from ..core import Chapter, Claim, check_scale, check_seed, make_rng, progress, register
+from ..core import (ArgumentTypeError, Chapter, Claim, check_array, check_float, check_int, check_memory,
+                           check_scale, check_seed, make_rng, progress, register)
 from ..kernels import quant as QK
 from ..kernels.quant import NF4_LEVELS, dequantize_nf4, quantize_nf4
 from ..tinylm import TinyLM, perplexity, stdlib_corpus, train_lm
@@ -46,6 +47,7 @@ def _nf_construction(bits: int) -> np.ndarray:
 
 def nf_levels(bits: int) -> np.ndarray:
     "NormalFloat levels (float32, sorted) at 1, 2 or 4 bits; NF4 is bitsandbytes' table, NF1 is ±E|Z|/Φ⁻¹(δ)."
+    bits = check_int("bits", bits, 1, 4)
     if bits == 4:
         return NF4_LEVELS.copy()
     if bits == 2:
@@ -57,11 +59,14 @@ def nf_levels(bits: int) -> np.ndarray:
 
 # %% ../../nbs/efficient/01_lowra.ipynb #415a34ff
 def _check_matrix(W, blocksize: int) -> np.ndarray:
+    check_array("W", W, finite=False, contiguous=False)  # numbers only: no strings, objects or complex values
     W = np.asarray(W)
     if W.ndim != 2 or W.size == 0:
         raise ValueError(f"W must be a non-empty 2-d array, got shape {W.shape}")
     if not np.issubdtype(W.dtype, np.number) or not np.isfinite(W).all():
         raise ValueError("W must be finite (found NaN or inf)")
+    if np.abs(W).max() > np.finfo(np.float32).max:
+        raise ValueError("W has entries beyond float32's range (they would quantise as inf)")
     if isinstance(blocksize, bool) or not isinstance(blocksize, (int, np.integer)) or blocksize < 1 \
             or W.shape[1] % blocksize:
         raise ValueError(f"blocksize must be a positive integer dividing the row length {W.shape[1]}, got {blocksize!r}")
@@ -132,7 +137,9 @@ def _weighted_errors(X, w, levels) -> np.ndarray:
 
 def weighted_lloyd_max(x, w, n_levels: int, iters: int = 30) -> tuple[np.ndarray, np.ndarray, float]:
     "Levels (sorted), thresholds (midpoints) and error sum w (x - Q(x))^2 of a weighted Lloyd-Max quantiser of x."
-    x, w = np.asarray(x, dtype=np.float64).ravel(), np.asarray(w, dtype=np.float64).ravel()
+    x = check_array("x", x, finite=False, contiguous=False).ravel()
+    w = check_array("w", w, finite=False, contiguous=False).ravel()
+    iters = check_int("iters", iters, 0)
     if x.size == 0 or x.shape != w.shape:
         raise ValueError(f"x and w must be non-empty and of the same length, got {x.shape} and {w.shape}")
     if not (np.isfinite(x).all() and np.isfinite(w).all()) or (w < 0).any():
@@ -160,6 +167,7 @@ class Codebooks:
 def fit_codebooks(W, bits=(1, 2, 4), blocksize: int = 64, iters: int = 30) -> Codebooks:
     "Weighted Lloyd-Max codebooks for every output channel (row) of W at each width in `bits`."
     W = _check_matrix(W, blocksize)
+    iters = check_int("iters", iters, 0)
     bits = _check_bits(bits)
     X, absmax = normalize_blocks(W, blocksize)
     w = np.repeat(absmax.astype(np.float64) ** 2, blocksize, axis=1)
@@ -172,17 +180,16 @@ def fit_codebooks(W, bits=(1, 2, 4), blocksize: int = 64, iters: int = 30) -> Co
 
 
 def _check_bits(bits) -> tuple:
-    bits = tuple(int(b) for b in bits)
+    if isinstance(bits, (str, bytes)) or not hasattr(bits, "__iter__"):
+        raise ArgumentTypeError(f"bits must be a tuple of widths from (1, 2, 4), got {bits!r}")
+    bits = tuple(check_int("bits", b, 1, 4) for b in bits)
     if not bits or any(b not in (1, 2, 4) for b in bits) or len(set(bits)) != len(bits):
         raise ValueError(f"bits must be distinct widths from (1, 2, 4), got {bits!r}")
     return tuple(sorted(bits))
 
 # %% ../../nbs/efficient/01_lowra.ipynb #9b46c673
 def _check_target(target_bits, bits) -> float:
-    try:
-        t = float(target_bits)
-    except (TypeError, ValueError):
-        raise ValueError(f"target_bits must be a number in [1, 4], got {target_bits!r}") from None
+    t = check_float("target_bits", target_bits)
     if not (1 <= t <= 4) or t < min(bits):
         raise ValueError(f"target_bits must lie in [{min(bits)}, 4] for widths {bits}, got {target_bits!r}")
     return t
@@ -321,9 +328,21 @@ def _unpack_widths(packed: np.ndarray, rows: int) -> np.ndarray:
     return _WIDTHS[((packed[:, None] >> np.array([6, 4, 2, 0], np.uint8)) & 3).ravel()[:rows]]
 
 
+def _check_qts(qts) -> list:
+    "A non-empty list of QuantizedTensor."
+    if isinstance(qts, QuantizedTensor):
+        qts = [qts]
+    if isinstance(qts, (str, bytes)) or not hasattr(qts, "__iter__"):
+        raise ArgumentTypeError(f"qts must be a list of QuantizedTensor, got {type(qts).__name__}")
+    qts = list(qts)
+    if not qts or not all(isinstance(q, QuantizedTensor) for q in qts):
+        raise ValueError("qts must be a non-empty list of QuantizedTensor")
+    return qts
+
+
 def bit_accounting(qts) -> dict:
     "Stored bits per weight of a list of tensors, by component (codes, scales, tables, widths) and in total."
-    qts = list(qts)
+    qts = _check_qts(qts)
     n = sum(q.numel for q in qts)
     out = {k: 8 * sum(q.stored()[k].nbytes for q in qts) / n for k in ("codes", "scales", "tables", "widths")}
     out["total"] = 8 * sum(q.nbytes for q in qts) / n
@@ -332,12 +351,19 @@ def bit_accounting(qts) -> dict:
 
 def stored_bytes_for(row_bits, cols: int, blocksize: int = 64) -> int:
     "The bytes `stored()` will hold for a LowRA matrix with rows of `cols` weights at widths `row_bits` (no encoding)."
-    b = np.asarray(row_bits, dtype=np.int64)
+    b = check_array("row_bits", row_bits, ndim=1, dtype=np.int64, minimum=1, maximum=4)
+    if not np.isin(b, (1, 2, 4)).all():
+        raise ValueError(f"row_bits must hold widths from (1, 2, 4), got {sorted(set(b.tolist()))}")
+    cols, blocksize = check_int("cols", cols, 1), check_int("blocksize", blocksize, 1)
+    if cols % blocksize:
+        raise ValueError(f"blocksize must divide cols={cols}, got {blocksize}")
     return int(((cols * b + 7) // 8).sum() + 4 * len(b) * (cols // blocksize) + 2 * (2 ** b).sum() + (2 * len(b) + 7) // 8)
 
 
 def effective_bits(qt: QuantizedTensor, count_metadata: bool = True) -> float:
     "Bits per weight: everything stored (`count_metadata=True`) or the codes alone."
+    if not isinstance(qt, QuantizedTensor):
+        raise ArgumentTypeError(f"qt must be a QuantizedTensor (quantize(W)), got {type(qt).__name__}")
     if count_metadata:
         return 8 * qt.nbytes / qt.numel
     return float((qt.bits * qt.shape[1]).sum() / qt.numel)
@@ -345,13 +371,17 @@ def effective_bits(qt: QuantizedTensor, count_metadata: bool = True) -> float:
 
 def bits_over_target(qts, target_bits: float, total: bool = False) -> float:
     "Bits per weight in the stored arrays (codes only, or everything with `total=True`) minus the target, exactly (<= 0: within budget)."
-    qts = list(qts)
+    qts = _check_qts(qts)
+    target_bits = check_float("target_bits", target_bits, 0.0)
     nbytes = sum(q.nbytes if total else q.stored()["codes"].nbytes for q in qts)
     return float(Fraction(8 * nbytes, sum(q.numel for q in qts)) - Fraction(str(float(target_bits))))
 
 
 def code_target_for_total(cbs: list, total_bits: float, method: str = "milp", steps: int = 12) -> tuple[float, list]:
     "Largest code-bit target (bisection in [min width, 4]) whose joint assignment over the codebooks' matrices stores <= total_bits per weight."
+    if not isinstance(cbs, (list, tuple)) or not cbs or not all(isinstance(cb, Codebooks) for cb in cbs):
+        raise ValueError("cbs must be a non-empty list of Codebooks (fit_codebooks)")
+    total_bits, steps = check_float("total_bits", total_bits, 0.0), check_int("steps", steps, 0)
     E = np.concatenate([cb.errors for cb in cbs])
     sizes = np.concatenate([cb.sizes for cb in cbs])
     split = np.cumsum([len(cb.sizes) for cb in cbs])[:-1]
@@ -387,6 +417,14 @@ def quantize(W, target_bits: float = 2.0, blocksize: int = 64, method: str = "mi
         raise ValueError(f"method must be 'milp', 'greedy', 'uniform' or 'nf', got {method!r}")
     if method in ("nf", "uniform") and t not in (1, 2, 4):
         raise ValueError(f"target_bits must be 1, 2 or 4 for method={method!r}, got {target_bits!r}")
+    iters = check_int("iters", iters, 0)
+    if codebooks is not None and (not isinstance(codebooks, Codebooks) or len(codebooks.sizes) != R):
+        raise ValueError(f"codebooks must be the Codebooks of W (fit_codebooks(W)), {R} rows")
+    if row_bits is not None and method in ("milp", "greedy"):
+        row_bits = check_array("row_bits", row_bits, shape=(R,), dtype=np.int64)
+        have = codebooks.bits if codebooks is not None else bits
+        if not np.isin(row_bits, have).all():
+            raise ValueError(f"row_bits must hold widths from {have}, got {sorted(set(row_bits.tolist()))}")
     if method == "nf":
         row_bits = np.full(R, int(t))
         table = np.repeat(nf_levels(int(t))[None], R, axis=0)
@@ -420,7 +458,9 @@ def dequantize(qt: QuantizedTensor, backend: str = "njit") -> np.ndarray:
 
 def relative_error(W, What) -> float:
     "||W - What||_F^2 / ||W||_F^2."
-    W, What = np.asarray(W, np.float64), np.asarray(What, np.float64)
+    W, What = check_array("W", W, contiguous=False), check_array("What", What, contiguous=False)
+    if W.shape != What.shape:
+        raise ValueError(f"W and What must have the same shape, got {W.shape} and {What.shape}")
     return float(((W - What) ** 2).sum() / max((W ** 2).sum(), 1e-300))
 
 # %% ../../nbs/efficient/01_lowra.ipynb #6a12264c
@@ -442,6 +482,11 @@ class QuantLoRALinear(nn.Module):
         super().__init__()
         if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 0:
             raise ValueError(f"rank must be a non-negative integer, got {rank!r}")
+        if not isinstance(qt, QuantizedTensor):
+            raise ArgumentTypeError(f"qt must be a QuantizedTensor (quantize(W)), got {type(qt).__name__}")
+        alpha, seed = check_float("alpha", alpha), check_seed(seed)
+        if bias is not None and tuple(np.shape(bias)) != (qt.shape[0],):
+            raise ValueError(f"bias must have shape ({qt.shape[0]},), got {tuple(np.shape(bias))}")
         self.qt = qt
         self.out_features, self.in_features = qt.shape
         self.rank, self.scaling = int(rank), float(alpha) / max(int(rank), 1)
@@ -487,6 +532,13 @@ def quantize_model(model: nn.Module, target_bits: float = 2.0, method: str = "mi
         raise ValueError("total_bits (a budget on everything stored) needs method 'milp' or 'greedy' and scope 'model'")
     if shuffle_seed is not None and (method not in ("milp", "greedy") or scope != "model"):
         raise ValueError("shuffle_seed (error-blind widths) needs method 'milp' or 'greedy' and scope 'model'")
+    if not isinstance(model, nn.Module):
+        raise ArgumentTypeError(f"model must be a torch nn.Module, got {type(model).__name__}")
+    if total_bits is not None:
+        total_bits = check_float("total_bits", total_bits, 0.0)
+    if shuffle_seed is not None:
+        shuffle_seed = check_seed(shuffle_seed)
+    check_int("rank", rank, 0), check_float("alpha", alpha), check_seed(seed), check_int("iters", iters, 0)
     model = copy.deepcopy(model)
     for p in model.parameters():
         p.requires_grad_(False)
@@ -519,12 +571,17 @@ def quantize_model(model: nn.Module, target_bits: float = 2.0, method: str = "mi
 def shuffle_widths(row_bits, seed: int, key: int = 0) -> np.ndarray:
     """The same row widths in a random order (seeded): as many 1-, 2- and 4-bit rows, so exactly the same stored
     bytes, but spread over the channels without looking at their errors (the knapsack's choice removed)."""
+    row_bits = check_array("row_bits", row_bits, ndim=1, dtype=np.int64, minimum=1, maximum=4)
+    seed, key = check_seed(seed), check_int("key", key, 0)
     return make_rng(seed, 41, key).permutation(np.asarray(row_bits, dtype=np.int64))
 
 
 def shared_lloyd_error(Ws: list, bits: int = 2, blocksize: int = 64, iters: int = 30) -> float:
     """Relative error (summed over the matrices) of weighted Lloyd-Max with ONE codebook per matrix (fitted on all its
     rows, stored as float16 like the per-channel tables): learned levels without a table per channel."""
+    bits, iters = check_int("bits", bits, 1, 4), check_int("iters", iters, 0)
+    if isinstance(Ws, np.ndarray) or not isinstance(Ws, (list, tuple)) or not Ws:
+        raise ValueError("Ws must be a non-empty list of matrices")
     num = den = 0.0
     for W in Ws:
         W = _check_matrix(W, blocksize)
@@ -538,6 +595,8 @@ def shared_lloyd_error(Ws: list, bits: int = 2, blocksize: int = 64, iters: int 
 
 def quantized_layers(model: nn.Module) -> list[tuple[str, QuantLoRALinear]]:
     "The `QuantLoRALinear` layers of a model, by name."
+    if not isinstance(model, nn.Module):
+        raise ArgumentTypeError(f"model must be a torch nn.Module, got {type(model).__name__}")
     return [(n, m) for n, m in model.named_modules() if isinstance(m, QuantLoRALinear)]
 
 
@@ -559,6 +618,8 @@ def model_bits(model: nn.Module, count_metadata: bool = True) -> float:
 # %% ../../nbs/efficient/01_lowra.ipynb #3860e378
 def heavy_tailed_matrix(rows: int = 512, cols: int = 1024, seed: int = 0) -> np.ndarray:
     "Float32 weights whose rows are Student-t (df 2.5-30) with log-normal scales: channels of uneven difficulty."
+    rows, cols = check_int("rows", rows, 1), check_int("cols", cols, 1)
+    check_memory("rows", 3 * rows * cols, 8)
     rng = make_rng(seed, 11)
     df = rng.uniform(2.5, 30.0, rows)
     scale = np.exp(rng.normal(0.0, 0.5, rows)) * 0.02

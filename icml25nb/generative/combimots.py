@@ -15,7 +15,8 @@ from rdkit import Chem, DataStructs, RDLogger
 from rdkit.Chem import QED, rdChemReactions, rdFingerprintGenerator
 from rdkit.Contrib.SA_Score import sascorer
 
-from ..core import Chapter, Claim, check_int, check_positive, check_scale, check_seed, make_rng, progress, register
+from ..core import (ArgumentTypeError, Chapter, Claim, check_array, check_float, check_int, check_memory,
+                           check_positive, check_scale, check_seed, make_rng, progress, register)
 from ..kernels import tanimoto as TK
 from ..pareto import hypervolume, nondominated_mask, pareto_rank
 
@@ -112,11 +113,19 @@ class ProxyObjectives:
 objectives = ProxyObjectives()
 
 # %% ../../nbs/generative/03_combimots.ipynb #de40b875
+def _check_smiles_list(smiles) -> None:
+    "A sequence of SMILES strings (a single string is refused: its characters are not molecules)."
+    if isinstance(smiles, (str, bytes)) or not hasattr(smiles, "__len__") or not hasattr(smiles, "__iter__"):
+        raise ArgumentTypeError(f"smiles must be a list of SMILES strings, got {type(smiles).__name__}")
+
+
 def fingerprints(smiles: Sequence[str], radius: int = 3, n_bits: int = 2048) -> np.ndarray:
     "Morgan bit fingerprints of `smiles` packed into uint64 words, shape (n, n_bits // 64)."
+    _check_smiles_list(smiles)
     check_int("n_bits", n_bits, 64)
     if n_bits % 64:
         raise ValueError(f"n_bits must be a multiple of 64, got {n_bits}")
+    check_memory("n_bits", len(smiles) * n_bits, 2)
     gen = _MORGAN.get(radius) if n_bits == 2048 else None
     gen = gen or rdFingerprintGenerator.GetMorganGenerator(radius=check_int("radius", radius, 0), fpSize=n_bits)
     bits = np.zeros((len(smiles), n_bits), bool)
@@ -130,6 +139,8 @@ def fingerprints(smiles: Sequence[str], radius: int = 3, n_bits: int = 2048) -> 
 
 def diversity(smiles: Sequence[str]) -> float:
     "Mean pairwise Tanimoto distance 1 - T of the molecules (Morgan radius 3, 2048 bits); NaN for fewer than two."
+    _check_smiles_list(smiles)
+    check_memory("smiles", len(smiles) ** 2, 8)
     if len(smiles) < 2:
         return float("nan")
     S = TK.tanimoto_matrix(fingerprints(smiles))
@@ -178,7 +189,10 @@ class ReactionSpace:
     def mol(self, smiles: str) -> Chem.Mol:
         m = self._mol.get(smiles)
         if m is None:
-            m = self._mol[smiles] = Chem.MolFromSmiles(smiles)
+            m = Chem.MolFromSmiles(smiles) if isinstance(smiles, str) else None
+            if m is None:
+                raise ValueError(f"smiles is not a valid molecule: {smiles!r}")
+            self._mol[smiles] = m
         return m
 
     @property
@@ -261,6 +275,8 @@ class ReactionSpace:
             raise ValueError("log must hold at least one reaction")
         made = None
         for k, st in enumerate(log):
+            if not isinstance(st, Step):
+                raise ArgumentTypeError(f"log[{k}] must be a Step, got {type(st).__name__}")
             if st.template not in self._rxn:
                 raise ValueError(f"log[{k}] uses an unknown template {st.template!r}")
             for r in st.reactants:
@@ -282,9 +298,19 @@ class ReactionSpace:
         return out
 
 # %% ../../nbs/generative/03_combimots.ipynb #6aaacce1
+def _check_ucb(W, N, P, c) -> tuple:
+    "Sibling statistics: W (k, D) summed values, N (k,) visit counts >= 0, P (k, D) priors, c >= 0; all finite."
+    W = check_array("W", W, ndim=2, contiguous=False)
+    if W.shape[0] == 0 or W.shape[1] == 0:
+        raise ValueError(f"W must hold at least one sibling and one objective, got shape {W.shape}")
+    N = check_array("N", N, shape=(W.shape[0],), minimum=0, contiguous=False)
+    P = check_array("P", P, shape=W.shape, contiguous=False)
+    return W, N, P, check_float("c", c, 0.0)
+
+
 def combimots_ucb(W: np.ndarray, N: np.ndarray, P: np.ndarray, c: float) -> np.ndarray:
     "CombiMOTS' vector UCB of sibling nodes (rows): W/N + c P sqrt(ln D + 4 ln(1 + n) / (2 (1 + N))), n = sum N."
-    W, P, N = np.asarray(W, float), np.asarray(P, float), np.asarray(N, float)
+    W, N, P, c = _check_ucb(W, N, P, c)
     n, D = N.sum(), P.shape[1]
     Q = W / np.maximum(N, 1.0)[:, None]
     return Q + c * P * np.sqrt(math.log(D) + 4.0 * math.log1p(n) / (2.0 * (1.0 + N)))[:, None]
@@ -292,7 +318,7 @@ def combimots_ucb(W: np.ndarray, N: np.ndarray, P: np.ndarray, c: float) -> np.n
 
 def scalarised_ucb(W: np.ndarray, N: np.ndarray, P: np.ndarray, c: float) -> np.ndarray:
     "SyntheMol's UCB on the mean objective, as one column: mean(W)/N + c mean(P) sqrt(ln(1 + n)) / (1 + N)."
-    W, P, N = np.asarray(W, float), np.asarray(P, float), np.asarray(N, float)
+    W, N, P, c = _check_ucb(W, N, P, c)
     q = W.mean(1) / np.maximum(N, 1.0)
     return (q + c * P.mean(1) * math.sqrt(math.log1p(N.sum())) / (1.0 + N))[:, None]
 
@@ -462,10 +488,12 @@ def front_metrics(products: Sequence[Product], ref: Sequence[float] | None = Non
     "Front 0 of `products`: size, hypervolume against `ref` (default 0), mean per-objective range, diversity."
     if len(products) == 0:
         raise ValueError("products must hold at least one product")
+    if isinstance(products, (str, bytes)) or not all(isinstance(p, Product) for p in products):
+        raise ArgumentTypeError("products must be a list of Product (ParetoMCTS.run)")
     Y = np.array([p.scores for p in products])
     front = nondominated_mask(Y, maximise=True)
     F = Y[front]
-    ref = np.zeros(Y.shape[1]) if ref is None else np.asarray(ref, float)
+    ref = np.zeros(Y.shape[1]) if ref is None else check_array("ref", ref, shape=(Y.shape[1],), contiguous=False)
     return {"n_products": len(Y), "front_size": int(front.sum()),
             "hypervolume": hypervolume(F, ref, maximise=True),
             "spread": float((F.max(0) - F.min(0)).mean()), "range": (F.max(0) - F.min(0)).tolist(),
@@ -474,7 +502,8 @@ def front_metrics(products: Sequence[Product], ref: Sequence[float] | None = Non
 
 def dominated_pairs(F: np.ndarray) -> int:
     "Ordered pairs (a, b) of rows of `F` with a dominating b (maximisation), by brute force."
-    F = np.asarray(F, float)
+    F = check_array("F", F, ndim=2, contiguous=False)
+    check_memory("F", 3 * F.shape[0] ** 2 * max(F.shape[1], 1), 1)
     ge = (F[:, None, :] >= F[None, :, :]).all(-1)
     gt = (F[:, None, :] > F[None, :, :]).any(-1)
     return int((ge & gt).sum())
