@@ -5,6 +5,7 @@
 # %% ../../nbs/graphs/01_gale.ipynb #a26e4a0a
 from __future__ import annotations
 
+import math
 import time
 
 import networkx as nx
@@ -16,7 +17,8 @@ from scipy.sparse.csgraph import connected_components
 from torch_geometric.nn import GCNConv
 from torch_geometric.utils import dropout_edge
 
-from ..core import Chapter, Claim, check_int, check_positive, check_scale, check_seed, make_rng, progress, register
+from ..core import (Chapter, Claim, check_array, check_int, check_memory, check_positive, check_prob,
+                           check_scale, check_seed, make_rng, progress, register)
 from ..graphdata import (class_features, exact_orbits, graph_csr, linear_probe, motif_graph, node_labels,
                                 partition_purity, refines, role_graph, sbm_graph, to_data, wl_colors)
 from ..kernels.wl import first_occurrence, wl_stable_njit
@@ -117,8 +119,12 @@ def random_classes(classes, seed: int = 0) -> np.ndarray:
 def _check_views(z) -> torch.Tensor:
     if not isinstance(z, torch.Tensor):
         raise TypeError(f"z must be a torch tensor of shape (2, n, d), got {type(z).__name__}")
-    if z.ndim != 3 or z.shape[0] != 2 or z.shape[1] < 2:
+    if z.ndim != 3 or z.shape[0] != 2 or z.shape[1] < 2 or z.shape[2] < 1:
         raise ValueError(f"z must have shape (2, n, d) with n >= 2 (the two views), got {tuple(z.shape)}")
+    if not z.is_floating_point():
+        raise TypeError(f"z must be a floating-point tensor, got {z.dtype}")
+    if not bool(torch.isfinite(z).all()):
+        raise ValueError("z must be finite (found NaN or inf)")
     return z
 
 
@@ -128,21 +134,20 @@ def equivalence_loss(z: torch.Tensor, classes, tau: float = 0.5, parts: bool = F
     anchors. `parts=True` returns (intra, inter)."""
     z = _check_views(z)
     tau = check_positive("tau", tau)
-    c = torch.as_tensor(np.asarray(classes), dtype=torch.long)
     n = z.shape[1]
-    if c.shape != (n,):
-        raise ValueError(f"classes must have one entry per node ({n}), got shape {tuple(c.shape)}")
+    c = torch.as_tensor(check_array("classes", classes, shape=(n,), dtype=np.int64), dtype=torch.long)
     h = F.normalize(z, dim=-1)
     same = c[:, None] == c[None, :]
     eye = torch.eye(n, dtype=torch.bool)
     intra, inter = 0.0, 0.0
-    pos = torch.cat([same, same & ~eye], 1).to(z.dtype)
-    cand = torch.cat([torch.ones(n, n), (~eye).to(z.dtype)], 1)
+    pos = torch.cat([same, same & ~eye], 1)
+    cand = torch.cat([torch.ones(n, n, dtype=torch.bool), ~eye], 1)
     for a, b in ((h[0], h[1]), (h[1], h[0])):
-        # cosines lie in [-1, 1], so exp(S) cannot overflow for any tau that float32 can hold
-        E = torch.exp(torch.cat([a @ b.T, a @ a.T], 1) / tau) * cand  # other view | same view (self excluded)
-        intra = intra - torch.log((E * pos).sum(1)).mean() / 2
-        inter = inter + torch.log(E.sum(1)).mean() / 2
+        # S / tau reaches 1 / tau, which overflows exp for a small tau (0.0112 in float32): log-sum-exp over the
+        # allowed entries (the others masked to -inf) instead of log(sum(exp))
+        S = torch.cat([a @ b.T, a @ a.T], 1) / tau  # other view | same view (self excluded)
+        intra = intra - torch.logsumexp(S.masked_fill(~pos, -math.inf), 1).mean() / 2
+        inter = inter + torch.logsumexp(S.masked_fill(~cand, -math.inf), 1).mean() / 2
     return (intra, inter) if parts else intra + inter
 
 
@@ -152,9 +157,12 @@ def grace_loss(z: torch.Tensor, tau: float = 0.5) -> torch.Tensor:
     tau = check_positive("tau", tau)
     u, v = F.normalize(z[0], dim=-1), F.normalize(z[1], dim=-1)
 
+    eye = torch.eye(z.shape[1], dtype=torch.bool)
+
     def semi(a, b):
-        refl, btw = torch.exp(a @ a.T / tau), torch.exp(a @ b.T / tau)
-        return -torch.log(btw.diag() / (refl.sum(1) + btw.sum(1) - refl.diag()))
+        # log-sum-exp: exp(cosine / tau) overflows for a small tau (0.0112 in float32, 0.001 in float64)
+        refl, btw = a @ a.T / tau, a @ b.T / tau
+        return torch.logsumexp(torch.cat([refl.masked_fill(eye, -math.inf), btw], 1), 1) - btw.diag()
     return 0.5 * (semi(u, v) + semi(v, u)).mean()
 
 # %% ../../nbs/graphs/01_gale.ipynb #9b15f9ef

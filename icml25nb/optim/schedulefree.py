@@ -15,8 +15,8 @@ import numpy as np
 import torch
 from scipy.optimize import minimize, nnls
 
-from ..core import (Chapter, Claim, check_finite, check_int, check_positive, check_scale, check_seed, make_rng,
-                           progress, register)
+from ..core import (Chapter, Claim, check_array, check_finite, check_int, check_memory, check_positive, check_prob,
+                           check_scale, check_seed, make_rng, progress, register)
 from ..tinylm import SCHEDULES
 
 # %% auto #0
@@ -93,11 +93,9 @@ def min_norm_point(G, method: str = "nnls") -> np.ndarray:
         f = np.zeros(d + 1)
         f[-1] = 1.0
         lam, _ = nnls(E, f, maxiter=50 * m)
-        r = E @ lam - f
-        if abs(r[-1]) < 1e-12 or np.linalg.norm(r) < 1e-12:
-            return np.zeros(d)  # the constraints g_i'u >= 1 are infeasible: 0 is in the hull
-        u = -r[:-1] / r[-1]
-        return scale * u / (u @ u)
+        # at the optimum lam = t lam* (lam* the hull weights of p, t = 1 / (1 + |p|^2)), so p = G'lam / sum(lam):
+        # scale-free, where u = -r[:-1] / r[-1] divides by r[-1] = -|p|^2 / (1 + |p|^2), lost below |p| ~ 1e-8
+        return scale * (Gs.T @ (lam / lam.sum()))
     Q = Gs @ Gs.T
     res = minimize(lambda l: l @ Q @ l, np.full(m, 1.0 / m), jac=lambda l: 2.0 * (Q @ l), method="SLSQP",
                    bounds=[(0.0, 1.0)] * m,
@@ -109,6 +107,13 @@ def min_norm_point(G, method: str = "nnls") -> np.ndarray:
 
 def sample_ball(x, delta: float, n: int, rng: np.random.Generator) -> np.ndarray:
     "`n` points uniform in the Euclidean ball of radius `delta` around `x`."
+    x = check_finite("x", x)
+    if x.ndim != 1 or x.size == 0:
+        raise ValueError(f"x must be a non-empty 1-D array, got shape {x.shape}")
+    delta, n = check_positive("delta", delta, strict=False), check_int("n", n, 0)
+    check_memory("n", float(n) * x.size)
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
     d = len(x)
     u = rng.standard_normal((n, d))
     u /= np.linalg.norm(u, axis=1, keepdims=True)
@@ -126,6 +131,7 @@ def goldstein_norm(grad_fn: Callable, x, delta: float, n_samples: int = 32, seed
         raise ValueError(f"x must be a non-empty 1-D array, got shape {x.shape}")
     delta = check_positive("delta", delta, strict=False)
     n_samples = check_int("n_samples", n_samples, 0)
+    check_memory("n_samples", 2.0 * n_samples * x.size)
     seed = check_seed(seed)
     pts = np.vstack([x[None], sample_ball(x, delta, n_samples, make_rng(seed))]) if n_samples else x[None]
     G = np.stack([np.asarray(grad_fn(p), dtype=float) for p in pts])
@@ -174,10 +180,13 @@ def sf_sgd(grad_fn: Callable, x0, T: int, lr: float, beta: float = 0.9, c="unifo
     r"""Schedule-free SGD (the NumPy reference): T steps from `x0` with gradients $\nabla F(y_k)+\sigma\xi_k$,
     $\xi_k\sim N(0,I)$ from `make_rng(seed)`. Returns the iterates: `x` ($x_0..x_T$), `z` ($z_0..z_T$) and `y`
     ($y_0..y_{T-1}$, the points where gradients were taken)."""
+    if not callable(grad_fn):
+        raise TypeError(f"grad_fn must be callable, got {type(grad_fn).__name__}")
     x0 = check_finite("x0", x0)
-    if x0.ndim != 1:
-        raise ValueError(f"x0 must be a 1-D array, got shape {x0.shape}")
+    if x0.ndim != 1 or x0.size == 0:
+        raise ValueError(f"x0 must be a non-empty 1-D array, got shape {x0.shape}")
     T = check_int("T", T, 1)
+    check_memory("T", 3.0 * (T + 1) * x0.size)
     lr = check_positive("lr", lr)
     beta, c = _check_beta(beta), _check_c(c)
     noise = check_positive("noise", noise, strict=False)
@@ -472,20 +481,27 @@ def train_ensemble(X, Y, lrs, T: int, batch_size: int = 16, hidden: int = 32, be
     same minibatches from the same initialisation: SGD with the tiny-LM block's constant / cosine / WSD schedules
     for horizon T, and schedule-free SGD (`sf_step`, $c_k=1/k$, evaluated at $x$). Returns the full-data loss of
     every run at `n_evals` evenly spaced steps: `loss` (len(methods), len(lrs), n_evals) and `steps`."""
-    X = torch.as_tensor(check_finite("X", X), dtype=torch.float32)
-    Y = torch.as_tensor(np.asarray(Y), dtype=torch.long)
-    if X.ndim != 2 or Y.shape != (len(X),):
-        raise ValueError(f"X must be (n, features) and Y (n,), got {tuple(X.shape)} and {tuple(Y.shape)}")
+    X = torch.as_tensor(check_array("X", X, ndim=2, min_size=1), dtype=torch.float32)
+    # class labels 0..C-1: -1 (a torch index error) and 1.7 (silently truncated to 1) are refused here
+    Y = torch.as_tensor(check_array("Y", Y, shape=(len(X),), dtype=np.int64, minimum=0, maximum=10**6))
+    if isinstance(lrs, (str, bytes)) or not hasattr(lrs, "__iter__"):
+        raise TypeError(f"lrs must be a sequence of learning rates, got {type(lrs).__name__}")
     lrs = [check_positive("lrs", lr) for lr in lrs]
+    if not lrs:
+        raise ValueError("lrs must hold at least one learning rate")
     T, batch_size, hidden = check_int("T", T, 1), check_int("batch_size", batch_size, 1), check_int("hidden", hidden, 1)
     n_evals = check_int("n_evals", n_evals, 1)
     if T % n_evals:
         raise ValueError(f"T={T} must be a multiple of n_evals={n_evals}")
     beta = _check_beta(beta)
+    if isinstance(methods, str):
+        methods = (methods,)
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {methods}")
     M, L, n, C = len(methods), len(lrs), len(X), int(Y.max()) + 1
+    check_memory("T", float(T) * batch_size)  # the minibatch indices
+    check_memory("hidden", float(M * L) * 4 * (X.shape[1] * hidden + hidden * hidden + hidden * C + n * max(hidden, C)))
     E = M * L
     sizes = [X.shape[1], hidden, hidden, C]
     y_params = [p.expand(E, *p.shape).clone().requires_grad_() for p in init_mlp(sizes, seed)]
@@ -521,8 +537,7 @@ def train_ensemble(X, Y, lrs, T: int, batch_size: int = 16, hidden: int = 32, be
 def noisy_digits(label_noise: float = 0.2, seed: int = 0):
     "scikit-learn's bundled digits (1797 x 64), standardised, with a fraction `label_noise` of labels redrawn at random."
     from sklearn.datasets import load_digits
-    if not 0 <= label_noise <= 1:
-        raise ValueError(f"label_noise must lie in [0, 1], got {label_noise!r}")
+    label_noise = check_prob("label_noise", label_noise)
     X, y = load_digits(return_X_y=True)
     X = (X - X.mean(0)) / (X.std(0) + 1e-8)
     rng = make_rng(check_seed(seed), 2)
