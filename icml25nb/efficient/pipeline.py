@@ -26,12 +26,12 @@ from ..core import (Chapter, Claim, check_int, check_positive, check_scale, chec
                            register)
 
 # %% auto #0
-__all__ = ['DEFAULT_BANDWIDTH', 'DEFAULT_LATENCY', 'RESERVE', 'SCHEDULES', 'ROUTINGS', 'SCALE_CONFIG', 'CLAIMS', 'CHAPTER',
-           'Profile', 'synthetic_profile', 'pfeife_schedule', 'schedule_order', 'pfeife_schedules', 'Template',
-           'schedule_template', 'plan_weights', 'plan_memory', 'evaluate_plans', 'simulate', 'schedule_times', 'Plan',
-           'plan_even', 'plan_random', 'plan_balanced', 'plan_time_balanced', 'plan_dp', 'min_peak_memory',
-           'plan_search', 'plan_pfeife', 'plan_exhaustive', 'profile_graph', 'contiguous_grad', 'split_graph',
-           'MLPChain', 'SkipMLP', 'run_pipeline', 'bubble_model_time', 'experiment', 'plots']
+__all__ = ['DEFAULT_BANDWIDTH', 'DEFAULT_LATENCY', 'RESERVE', 'SCHEDULES', 'ROUTINGS', 'MAX_NODES', 'SCALE_CONFIG', 'CLAIMS',
+           'CHAPTER', 'Profile', 'synthetic_profile', 'pfeife_schedule', 'schedule_order', 'pfeife_schedules',
+           'Template', 'schedule_template', 'plan_weights', 'plan_memory', 'evaluate_plans', 'simulate',
+           'schedule_times', 'Plan', 'plan_even', 'plan_random', 'plan_balanced', 'plan_time_balanced', 'plan_dp',
+           'min_peak_memory', 'plan_search', 'plan_pfeife', 'plan_exhaustive', 'profile_graph', 'contiguous_grad',
+           'split_graph', 'MLPChain', 'SkipMLP', 'run_pipeline', 'bubble_model_time', 'experiment', 'plots']
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #4a0b7091
 DEFAULT_BANDWIDTH = 12e9  # bytes/s of a simulated link (about PCIe 4.0 x16 in practice)
@@ -102,6 +102,9 @@ def _check_profile(profile) -> None:
         raise TypeError(f"profile must be a Profile, got {type(profile).__name__}")
 
 
+MAX_NODES = 10**5  # nodes of a synthetic profile (about a second to build; the planners are slower still)
+
+
 def synthetic_profile(kind: str = "transformer", n_nodes: int = 48, seed: int = 0) -> Profile:
     """A profile with the structure of a real model, times jittered by `seed` (lognormal, 15%), parameter and
     activation bytes too (lognormal, 10%, an independent stream):
@@ -113,10 +116,11 @@ def synthetic_profile(kind: str = "transformer", n_nodes: int = 48, seed: int = 
       level: early levels have big activations and few parameters, deep ones the reverse; the skip edges cross stages
       (48 nodes; more are extra middle convolutions);
     - "chain": a sequence of layers with lognormal(0, 0.6) times and widths (no structure at all).
-    Units: seconds and bytes of one micro-batch (2048 tokens or a 64x64 latent, float32)."""
-    if kind not in ("transformer", "unet", "chain"):
+    Units: seconds and bytes of one micro-batch (2048 tokens or a 64x64 latent, float32). At most `MAX_NODES` nodes
+    (a profile is built node by node in Python: 10^9 nodes would run for hours)."""
+    if not isinstance(kind, str) or kind not in ("transformer", "unet", "chain"):
         raise ValueError(f"kind must be 'transformer', 'unet' or 'chain', got {kind!r}")
-    n_nodes = check_int("n_nodes", n_nodes, 8)
+    n_nodes = check_int("n_nodes", n_nodes, 8, MAX_NODES)
     if kind == "unet" and n_nodes < 48:
         raise ValueError(f"n_nodes must be at least 48 for the U-Net (its fixed levels), got {n_nodes}")
     rng = make_rng(check_seed(seed), 7, ("transformer", "unet", "chain").index(kind), n_nodes)
