@@ -46,7 +46,7 @@ def attribute_classes(X, decimals: int = 0) -> np.ndarray:
     "Attribute-equivalence classes (first-occurrence ids): nodes whose feature rows agree after rounding to `decimals`."
     if hasattr(X, "detach"):
         X = X.detach().cpu().numpy()
-    X = np.asarray(X, dtype=np.float64)
+    X = check_array("X", X, finite=False)
     if X.ndim != 2 or X.shape[0] == 0:
         raise ValueError(f"X must be a non-empty 2-D array (n, d), got shape {X.shape}")
     if not np.isfinite(X).all():
@@ -60,7 +60,8 @@ def attribute_classes(X, decimals: int = 0) -> np.ndarray:
 
 def unify_classes(structural, attribute) -> np.ndarray:
     "The join of two partitions of the same nodes: connected components of 'same structural or same attribute class'."
-    s, a = np.asarray(structural), np.asarray(attribute)
+    s = check_array("structural", structural, dtype=np.int64)
+    a = check_array("attribute", attribute, dtype=np.int64)
     if s.ndim != 1 or s.size == 0:
         raise ValueError(f"structural must be a non-empty 1-D array, got shape {s.shape}")
     if a.shape != s.shape:
@@ -97,7 +98,7 @@ def kmeans_classes(X, k: int, seed: int = 0) -> np.ndarray:
     `k` fixed beforehand. A stand-in for exact attribute equality where no two feature rows are equal."""
     if hasattr(X, "detach"):
         X = X.detach().cpu().numpy()
-    X = np.asarray(X, dtype=np.float64)
+    X = check_array("X", X, finite=False)
     if X.ndim != 2 or X.shape[0] == 0 or not np.isfinite(X).all():
         raise ValueError(f"X must be a non-empty finite 2-D array (n, d), got shape {X.shape}")
     k = check_int("k", k, 1)
@@ -110,7 +111,7 @@ def kmeans_classes(X, k: int, seed: int = 0) -> np.ndarray:
 def random_classes(classes, seed: int = 0) -> np.ndarray:
     """The control's classes: `classes` permuted over the nodes (first-occurrence ids), so the number and sizes of the
     classes are kept and which nodes share a class is random."""
-    c = np.asarray(classes)
+    c = check_array("classes", classes, dtype=np.int64)
     if c.ndim != 1 or c.size == 0:
         raise ValueError(f"classes must be a non-empty 1-D array, got shape {c.shape}")
     return first_occurrence(c[make_rng(check_seed(seed), 12).permutation(len(c))].astype(np.int64))
@@ -189,6 +190,12 @@ class GCNEncoder(torch.nn.Module):
 
 def augment(x: torch.Tensor, edge_index: torch.Tensor, p_edge: float, p_feat: float):
     "GRACE's augmentation: drop each edge with probability `p_edge`, zero each feature column with `p_feat`."
+    p_edge, p_feat = check_prob("p_edge", p_edge), check_prob("p_feat", p_feat)
+    if not isinstance(x, torch.Tensor) or x.ndim != 2 or not x.is_floating_point():
+        raise TypeError(f"x must be a float tensor (n, d), got {getattr(x, 'shape', type(x).__name__)}")
+    if not isinstance(edge_index, torch.Tensor) or edge_index.ndim != 2 or edge_index.shape[0] != 2 \
+            or edge_index.is_floating_point():
+        raise TypeError(f"edge_index must be an integer tensor (2, m), got {getattr(edge_index, 'shape', type(edge_index).__name__)}")
     ei, _ = dropout_edge(edge_index, p=p_edge, force_undirected=True)
     keep = (torch.rand(x.shape[1]) >= p_feat).to(x.dtype)
     return x * keep, ei
@@ -228,7 +235,7 @@ def train_gale(data, classes, epochs: int = 60, lr: float = 0.01, tau: float = 0
                hidden: int = 64, out: int = 32, layers: int = 3):
     "GALE: train a GCN with the equivalence loss over `classes`; (embeddings (n, out), loss per epoch)."
     data = _check_data(data)
-    c = np.asarray(classes)
+    c = check_array("classes", classes, dtype=np.int64)
     if c.shape != (data.x.shape[0],):
         raise ValueError(f"classes must have one entry per node ({data.x.shape[0]}), got shape {c.shape}")
     return _fit(data, lambda z: equivalence_loss(z, c, tau), epochs, lr, seed, hidden, out, layers)
@@ -247,7 +254,7 @@ def random_encoder(data, seed: int = 0, hidden: int = 64, out: int = 32, layers:
 # %% ../../nbs/graphs/01_gale.ipynb #0c1e65d2
 def time_exponent(sizes, times) -> float:
     "Slope b of the least-squares fit log(times) = a + b log(sizes)."
-    s, t = np.asarray(sizes, dtype=float), np.asarray(times, dtype=float)
+    s, t = check_array("sizes", sizes, finite=False), check_array("times", times, finite=False)
     if s.ndim != 1 or s.shape != t.shape or len(s) < 2:
         raise ValueError(f"sizes and times must be 1-D of the same length >= 2, got {s.shape} and {t.shape}")
     if (s <= 0).any() or (t <= 0).any() or not (np.isfinite(s).all() and np.isfinite(t).all()):
@@ -272,12 +279,13 @@ def _timing_graph(n_base: int, seed: int) -> nx.Graph:
 def approx_timings(n_bases=(100, 200, 400, 800), repeats: int = 3, seed: int = 0) -> dict:
     """Edges, approximation times and exact-orbit times on motif graphs with `n_bases` tree nodes (best of `repeats`),
     and the approximation's deterministic cost: stable-WL rounds and operations rounds x (nodes + edges)."""
-    repeats = check_int("repeats", repeats, 1)
+    repeats = check_int("repeats", repeats, 1, 1000)
+    n_bases = [check_int("n_bases", nb, 2, 10**5) for nb in np.atleast_1d(np.asarray(n_bases, dtype=object))]
     approx_equivalence_classes(_timing_graph(10, seed))  # compile the WL kernel outside the clock
     exact_orbits(_timing_graph(10, seed))
     m, ta, te, ops, rounds = [], [], [], [], []
     for nb in n_bases:
-        G = _timing_graph(check_int("n_bases", nb, 2), seed)
+        G = _timing_graph(nb, seed)
         m.append(G.number_of_edges())
         rounds.append(wl_rounds(G))
         ops.append(rounds[-1] * (G.number_of_nodes() + G.number_of_edges()))
@@ -305,6 +313,7 @@ SCALE_CONFIG = {
 def role_features(n: int, noise_dim: int = 7, seed: int = 0) -> np.ndarray:
     "Features without role information: a constant column and `noise_dim` columns of N(0, 1) noise (float32)."
     n, noise_dim = check_int("n", n, 1), check_int("noise_dim", noise_dim, 0)
+    check_memory("n", 2.0 * n * (noise_dim + 1))
     noise = make_rng(check_seed(seed), 7).standard_normal((n, noise_dim))
     return np.concatenate([np.ones((n, 1)), noise], 1).astype(np.float32)
 
