@@ -1013,6 +1013,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                                        'icml25nb/efficient/pipeline.py'),
                                              'icml25nb.efficient.pipeline._ContiguousGrad.forward': ( 'efficient/pipeline.html#_contiguousgrad.forward',
                                                                                                       'icml25nb/efficient/pipeline.py'),
+                                             'icml25nb.efficient.pipeline._check_ops': ( 'efficient/pipeline.html#_check_ops',
+                                                                                         'icml25nb/efficient/pipeline.py'),
                                              'icml25nb.efficient.pipeline._check_profile': ( 'efficient/pipeline.html#_check_profile',
                                                                                              'icml25nb/efficient/pipeline.py'),
                                              'icml25nb.efficient.pipeline._check_schedule': ( 'efficient/pipeline.html#_check_schedule',

@@ -26,8 +26,8 @@ from ..core import (Chapter, Claim, check_int, check_positive, check_scale, chec
                            register)
 
 # %% auto #0
-__all__ = ['DEFAULT_BANDWIDTH', 'DEFAULT_LATENCY', 'RESERVE', 'SCHEDULES', 'ROUTINGS', 'MAX_NODES', 'SCALE_CONFIG', 'CLAIMS',
-           'CHAPTER', 'Profile', 'synthetic_profile', 'pfeife_schedule', 'schedule_order', 'pfeife_schedules',
+__all__ = ['DEFAULT_BANDWIDTH', 'DEFAULT_LATENCY', 'RESERVE', 'SCHEDULES', 'ROUTINGS', 'MAX_NODES', 'MAX_OPS', 'SCALE_CONFIG',
+           'CLAIMS', 'CHAPTER', 'Profile', 'synthetic_profile', 'pfeife_schedule', 'schedule_order', 'pfeife_schedules',
            'Template', 'schedule_template', 'plan_weights', 'plan_memory', 'evaluate_plans', 'simulate',
            'schedule_times', 'Plan', 'plan_even', 'plan_random', 'plan_balanced', 'plan_time_balanced', 'plan_dp',
            'min_peak_memory', 'plan_search', 'plan_pfeife', 'plan_exhaustive', 'profile_graph', 'contiguous_grad',
@@ -241,6 +241,16 @@ def _parse_pfeife(schedule) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+MAX_OPS = 10**6  # forward/backward operations (n_stages x n_micro) of a schedule DAG: more are refused up front
+
+
+def _check_ops(n_stages: int, n_micro: int) -> None:
+    "Refuse a schedule too large to build (a Python list per operation): n_stages x n_micro at most MAX_OPS."
+    if n_stages * n_micro > MAX_OPS:
+        raise ValueError(f"n_micro = {n_micro} with n_stages = {n_stages} is too large: n_stages x n_micro must be at "
+                         f"most {MAX_OPS}")
+
+
 def _check_schedule(schedule: str, n_stages: int, n_devices: int, n_micro: int) -> tuple[str, int, int, int]:
     "Validated (schedule, n_stages, n_devices, n_micro); one-line errors naming the argument."
     lbpf = _parse_pfeife(schedule)
@@ -249,6 +259,7 @@ def _check_schedule(schedule: str, n_stages: int, n_devices: int, n_micro: int) 
     n_devices = check_int("n_devices", n_devices, 1)
     n_stages = check_int("n_stages", n_stages, 1)
     n_micro = check_int("n_micro", n_micro, 1)
+    _check_ops(n_stages, n_micro)
     if lbpf is not None:
         if n_stages < n_devices:
             raise ValueError(f"n_stages must be at least n_devices ({n_devices}) for {schedule}, got {n_stages}")
@@ -345,6 +356,7 @@ def pfeife_schedules(n_stages: int, n_devices: int, n_micro: int) -> list[str]:
     loop_batch from D to B (above D only divisors of B) times prefetch_fwd 0..D-1; otherwise loop_batch = B and
     prefetch_fwd 0..D-1 (prefetch_fwd = 0 is 1F1B)."""
     S, D, B = (check_int(k, v, 1) for k, v in (("n_stages", n_stages), ("n_devices", n_devices), ("n_micro", n_micro)))
+    _check_ops(S, B)
     if S < D:
         raise ValueError(f"n_stages must be at least n_devices ({D}), got {S}")
     if S > D:
@@ -455,6 +467,7 @@ def schedule_template(schedule, n_stages: int, n_devices: int, n_micro: int, pai
         return _template(s, S, D, B, pairs)
     S, D, B = (check_int(k, v, 1) for k, v in (("n_stages", n_stages), ("n_devices", n_devices),
                                                ("n_micro", n_micro)))
+    _check_ops(S, B)
     try:
         key = tuple(tuple((int(s), int(m), bool(f)) for s, m, f in rank) for rank in schedule)
     except (TypeError, ValueError):

@@ -20,11 +20,11 @@ from ..core import (Chapter, Claim, check_array, check_finite, check_int, check_
 from ..tinylm import SCHEDULES
 
 # %% auto #0
-__all__ = ['METHODS', 'THEORY_EXPONENT', 'BETA', 'CLAIMS', 'CHAPTER', 'Objective', 'abs_well', 'abs_ridge', 'min_norm_point',
-           'sample_ball', 'goldstein_norm', 'averaging_coefficient', 'sf_step', 'sf_sgd', 'ScheduleFreeSGD',
-           'compare_with_schedulefree', 'DiscountedOGD', 'o2nc', 'schedule_free_as_o2nc', 'stationarity_runs',
-           'fitted_exponent', 'envelope_exponent', 'multiclass_hinge', 'init_mlp', 'train_ensemble', 'noisy_digits',
-           'experiment', 'plots']
+__all__ = ['MAX_WORK', 'METHODS', 'THEORY_EXPONENT', 'BETA', 'CLAIMS', 'CHAPTER', 'Objective', 'abs_well', 'abs_ridge',
+           'min_norm_point', 'sample_ball', 'goldstein_norm', 'averaging_coefficient', 'sf_step', 'sf_sgd',
+           'ScheduleFreeSGD', 'compare_with_schedulefree', 'DiscountedOGD', 'o2nc', 'schedule_free_as_o2nc',
+           'stationarity_runs', 'fitted_exponent', 'envelope_exponent', 'multiclass_hinge', 'init_mlp',
+           'train_ensemble', 'noisy_digits', 'experiment', 'plots']
 
 # %% ../../nbs/optim/04_schedulefree.ipynb #ba8cc213
 @dataclass(frozen=True)
@@ -170,6 +170,7 @@ def averaging_coefficient(k: int, c="uniform") -> float:
 def sf_step(y, z, x, grad, lr, beta: float, c):
     r"""One schedule-free SGD step from the gradient taken at $y$ (works on NumPy arrays and torch tensors, `lr` may
     broadcast): $z\leftarrow z-\gamma g$, $x\leftarrow(1-c)x+cz$, $y\leftarrow\beta x+(1-\beta)z$. Returns (y, z, x)."""
+    beta = _check_beta(beta)
     z = z - lr * grad
     x = (1 - c) * x + c * z
     return beta * x + (1 - beta) * z, z, x
@@ -277,7 +278,7 @@ class ScheduleFreeSGD(torch.optim.Optimizer):
 # %% ../../nbs/optim/04_schedulefree.ipynb #4091eed6
 def compare_with_schedulefree(steps: int = 30, warmup: int = 5, seed: int = 0) -> float | None:
     "Largest parameter gap (at y and at x) between ScheduleFreeSGD and schedulefree.SGDScheduleFree; None if absent."
-    steps, warmup, seed = check_int("steps", steps, 1), check_int("warmup", warmup, 0), check_seed(seed)
+    steps, warmup, seed = check_int("steps", steps, 1, 10**5), check_int("warmup", warmup, 0), check_seed(seed)
     try:
         import schedulefree
     except ImportError:  # optional: the reference implementation, for this check only
@@ -324,6 +325,8 @@ class DiscountedOGD:
 
     def update(self, g: np.ndarray, t: int) -> None:
         "Receive the loss gradient $g_t$ of round t."
+        g = check_array("g", g, shape=(self.dim,))  # a (d, d) gradient would broadcast the increment to (d, d)
+        t = check_int("t", t, 1)
         d = self.discount(t) * self.delta - self.lr(t) * g
         if self.radius is not None:
             n = np.linalg.norm(d)
@@ -344,7 +347,10 @@ def o2nc(grad_fn: Callable, x0, learner, T: int, interpolation="uniform", noise:
         raise ValueError(f"x0 must be a 1-D array, got shape {x0.shape}")
     if not (hasattr(learner, "play") and hasattr(learner, "update")):
         raise TypeError("learner must have play(t) and update(g, t) methods")
+    if x0.size == 0:
+        raise ValueError("x0 must be a non-empty 1-D array")
     T = check_int("T", T, 1)
+    check_memory("T", 2.0 * (T + 1) * x0.size)
     if not (interpolation == "uniform" or callable(interpolation)):
         raise ValueError(f"interpolation must be 'uniform' or a function of t, got {interpolation!r}")
     noise = check_positive("noise", noise, strict=False)
@@ -374,6 +380,9 @@ def schedule_free_as_o2nc(dim: int, lr: float, beta: float = 0.9, c="uniform"):
     return learner, interpolation
 
 # %% ../../nbs/optim/04_schedulefree.ipynb #0d363130
+MAX_WORK = 1e11  # gradient entries of one stationarity_runs call (hours of NumPy): more are refused
+
+
 def stationarity_runs(objective: Objective, method: str, lrs, horizons, replicas: int = 32, dim: int = 5,
                       noise: float = 1.0, beta: float = 0.9, c_scale: float = 1.0, T0: int | None = None,
                       seed: int = 0) -> np.ndarray:
@@ -393,6 +402,15 @@ def stationarity_runs(objective: Objective, method: str, lrs, horizons, replicas
         raise ValueError(f"horizons must be a non-empty increasing list, got {horizons}")
     replicas, dim = check_int("replicas", replicas, 1), check_int("dim", dim, 1)
     T0 = horizons[0] if T0 is None else check_int("T0", T0, 1)
+    if not isinstance(objective, Objective):
+        raise TypeError(f"objective must be an Objective (abs_well(), abs_ridge()), got {type(objective).__name__}")
+    noise, c_scale = check_positive("noise", noise, strict=False), check_positive("c_scale", c_scale)
+    beta = _check_beta(beta)
+    check_memory("replicas", 4.0 * len(lrs) * len(horizons) * replicas * dim)
+    work = float(len(lrs)) * replicas * dim * (horizons[-1] if method == "sgd" else sum(horizons))
+    if work > MAX_WORK:
+        raise ValueError(f"horizons are too long for {len(lrs)} learning rates x {replicas} replicas x {dim} "
+                         f"dimensions: {work:.3g} gradient entries, more than {MAX_WORK:g}")
     rng = make_rng(check_seed(seed))
     x0 = rng.uniform(-0.5, 0.5, (replicas, dim))
     G = lrs[:, None, None]
@@ -450,6 +468,13 @@ def envelope_exponent(horizons, curves, lrs) -> tuple[list, list, float]:
 def multiclass_hinge(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     r"""Mean multiclass hinge loss $\frac1C\sum_{j\ne y}\max(0,1-o_y+o_j)$ over the last two axes (as
     `torch.nn.MultiMarginLoss`), one value per leading index: nonsmooth."""
+    if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.ndim < 2 or out.shape[-1] < 1:
+        raise TypeError(f"out must be a float tensor (..., batch, classes), got {getattr(out, 'shape', type(out).__name__)}")
+    if not isinstance(y, torch.Tensor) or y.is_floating_point() or y.shape != out.shape[:-1]:
+        raise ValueError(f"y must be an integer tensor of shape {tuple(out.shape[:-1])}, got "
+                         f"{getattr(y, 'shape', type(y).__name__)}")
+    if y.numel() and (int(y.min()) < 0 or int(y.max()) >= out.shape[-1]):
+        raise ValueError(f"y must hold classes in [0, {out.shape[-1]}), got [{int(y.min())}, {int(y.max())}]")
     corr = out.gather(-1, y.unsqueeze(-1))
     return ((1 - corr + out).clamp_min(0).sum(-1) - 1).mean(-1) / out.shape[-1]
 
@@ -466,6 +491,10 @@ def _forward(params, x):
 def init_mlp(sizes, seed: int) -> list:
     "Weights (in, out) and biases of a ReLU MLP, uniform(+-1/sqrt(in)) weights and zero biases, from `seed`."
     g = torch.Generator().manual_seed(check_seed(seed))
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__len__") or len(sizes) < 2:
+        raise ValueError(f"sizes must be a sequence of at least 2 layer widths, got {sizes!r}")
+    sizes = [check_int("sizes", s, 1) for s in sizes]
+    check_memory("sizes", 4.0 * sum(a * b for a, b in zip(sizes[:-1], sizes[1:])))
     params = []
     for a, b in zip(sizes[:-1], sizes[1:]):
         params += [(torch.rand(a, b, generator=g) * 2 - 1) / math.sqrt(a), torch.zeros(b)]
