@@ -16,10 +16,10 @@ from ..core import (Chapter, Claim, check_array, check_float, check_int, check_m
 from ..kernels import sketchann as SK
 
 # %% auto #0
-__all__ = ['SELECTIONS', 'SCALE_CONFIG', 'MAX_COPIES', 'CLAIMS', 'CHAPTER', 'SparseDataset', 'make_sparse_dataset', 'JLSketchANN',
-           'FreshCopiesANN', 'advanced_composition', 'subsampled_epsilon', 'PrivacyAccountant', 'eps0_for_budget',
-           'noisy_max', 'DPRobustANN', 'LinearSketchAttacker', 'ObliviousQueries', 'run_game', 'final_error',
-           'copies_needed', 'derived_copies', 'experiment', 'plots']
+__all__ = ['SELECTIONS', 'MAX_ROUNDS', 'SCALE_CONFIG', 'MAX_COPIES', 'CLAIMS', 'CHAPTER', 'SparseDataset', 'make_sparse_dataset',
+           'JLSketchANN', 'FreshCopiesANN', 'advanced_composition', 'subsampled_epsilon', 'PrivacyAccountant',
+           'eps0_for_budget', 'noisy_max', 'DPRobustANN', 'LinearSketchAttacker', 'ObliviousQueries', 'run_game',
+           'final_error', 'copies_needed', 'derived_copies', 'experiment', 'plots']
 
 # %% ../../nbs/algorithms/03_adaptive_sketch.ipynb #72bf12ed
 @dataclass
@@ -74,7 +74,7 @@ def make_sparse_dataset(n: int = 100, d: int = 500, rho: float = 0.5, c: float =
 # %% ../../nbs/algorithms/03_adaptive_sketch.ipynb #0771112d
 def _sketches(k: int, m: int, d: int, seed: int, stream: int, first: int = 0) -> np.ndarray:
     "k independent Gaussian JL sketches (m x d, entries N(0, 1/m)), one random stream per copy (first, first + 1, ...)."
-    check_memory("m", 2.0 * k * m * d)
+    check_memory("k x m", 2.0 * k * m * d)
     return np.stack([make_rng(seed, stream, first + j).standard_normal((m, d)) / math.sqrt(m) for j in range(k)])
 
 
@@ -118,6 +118,7 @@ class FreshCopiesANN:
     def __init__(self, points, m: int = 8, T: int = 1000, seed: int = 0):
         self.points = _check_points(points)
         self.m, self.T, self.seed = check_int("m", m, 1), check_int("T", T, 1), check_seed(seed)
+        check_memory("m", 2.0 * self.m * self.points.shape[1])  # each query's fresh sketch
         self.copies_used = 0
         self._one = np.zeros((1, 1), dtype=np.int64)
 
@@ -334,6 +335,9 @@ class ObliviousQueries(LinearSketchAttacker):
         pass
 
 # %% ../../nbs/algorithms/03_adaptive_sketch.ipynb #eaa0818f
+MAX_ROUNDS = 10**6  # queries of one run_game (hours with many copies): more are refused
+
+
 def run_game(ds: SparseDataset, structure, attacker, T: int) -> dict:
     """T rounds: the attacker sends a query, the structure answers, the attacker sees the answer. Returns the
     c-ANN error (0/1) of every attack query, in order, and the probes' answers. T >= 2: the first query is a
@@ -344,7 +348,7 @@ def run_game(ds: SparseDataset, structure, attacker, T: int) -> dict:
         raise TypeError(f"structure must have a query(q) method, got {type(structure).__name__}")
     if not (callable(getattr(attacker, "next_query", None)) and callable(getattr(attacker, "observe", None))):
         raise TypeError(f"attacker must have next_query() and observe(answer), got {type(attacker).__name__}")
-    T = check_int("T", T, 2)
+    T = check_int("T", T, 2, MAX_ROUNDS)
     errors, answers = [], []
     for _ in range(T):
         q, kind = attacker.next_query()
@@ -447,15 +451,15 @@ def derived_copies(cfg: dict, T: int, beta: float = 0.05) -> int:
     left side grows with k)."""
     cfg = _check_cfg(cfg, ("sample_frac", "eps_total", "delta", "n"))
     T, beta = check_int("T", T, 1), check_prob("beta", beta, open_min=True, open_max=True)
-    frac, n = check_prob("sample_frac", cfg["sample_frac"], open_min=True), check_int("n", cfg["n"], 1)
-    check_positive("eps_total", cfg["eps_total"])
+    frac, n = check_prob("cfg['sample_frac']", cfg["sample_frac"], open_min=True), check_int("cfg['n']", cfg["n"], 1)
+    check_positive("cfg['eps_total']", cfg["eps_total"])
 
     def enough(k):
         r = min(k, max(1, math.ceil(frac * k)))
         return r * eps0_for_budget(cfg["eps_total"], T, r / k, cfg["delta"]) / 2 >= math.log(n / beta)
 
     if not enough(MAX_COPIES):
-        raise ValueError(f"eps_total = {cfg['eps_total']:g} is too small for T = {T}: the selection needs more than "
+        raise ValueError(f"cfg['eps_total'] = {cfg['eps_total']:g} is too small for T = {T}: the selection needs more than "
                          f"{MAX_COPIES} copies")
     for k in range(1, MAX_COPIES + 1):
         if enough(k):

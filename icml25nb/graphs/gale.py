@@ -25,7 +25,7 @@ from ..kernels.wl import first_occurrence, wl_stable_njit
 from sklearn.cluster import KMeans
 
 # %% auto #0
-__all__ = ['SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'approx_equivalence_classes', 'attribute_classes', 'unify_classes',
+__all__ = ['MAX_EPOCHS', 'SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'approx_equivalence_classes', 'attribute_classes', 'unify_classes',
            'equivalence_classes', 'wl_rounds', 'kmeans_classes', 'random_classes', 'equivalence_loss', 'grace_loss',
            'GCNEncoder', 'augment', 'train_gale', 'train_grace', 'random_encoder', 'time_exponent', 'approx_timings',
            'role_features', 'add_random_edges', 'experiment', 'plots']
@@ -175,6 +175,7 @@ class GCNEncoder(torch.nn.Module):
         in_dim, hidden, out = check_int("in_dim", in_dim, 1), check_int("hidden", hidden, 1), check_int("out", out, 1)
         layers = check_int("layers", layers, 1)
         dims = [in_dim] + [hidden] * (layers - 1) + [out]
+        check_memory("in_dim, hidden, out, layers", 4.0 * (sum(a * b for a, b in zip(dims, dims[1:])) + 2 * out * out))
         self.convs = torch.nn.ModuleList(GCNConv(a, b) for a, b in zip(dims[:-1], dims[1:]))
         self.acts = torch.nn.ModuleList(torch.nn.PReLU(b) for b in dims[1:])
         self.head = torch.nn.Sequential(torch.nn.Linear(out, out), torch.nn.ELU(), torch.nn.Linear(out, out))
@@ -207,10 +208,13 @@ def _check_data(data):
     return data
 
 
+MAX_EPOCHS = 10**6  # training epochs of train_gale / train_grace (days on a CPU): more are refused
+
+
 def _fit(data, loss_fn, epochs: int, lr: float, seed: int, hidden: int, out: int, layers: int):
     "Train a GCNEncoder on two augmented views with `loss_fn(z)`; embeddings (numpy) of the full graph, losses."
     data = _check_data(data)
-    epochs, seed = check_int("epochs", epochs, 0), check_seed(seed)
+    epochs, seed = check_int("epochs", epochs, 0, MAX_EPOCHS), check_seed(seed)
     lr = check_positive("lr", lr)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -313,7 +317,7 @@ SCALE_CONFIG = {
 def role_features(n: int, noise_dim: int = 7, seed: int = 0) -> np.ndarray:
     "Features without role information: a constant column and `noise_dim` columns of N(0, 1) noise (float32)."
     n, noise_dim = check_int("n", n, 1), check_int("noise_dim", noise_dim, 0)
-    check_memory("n", 2.0 * n * (noise_dim + 1))
+    check_memory("n x noise_dim", 2.0 * n * (noise_dim + 1))
     noise = make_rng(check_seed(seed), 7).standard_normal((n, noise_dim))
     return np.concatenate([np.ones((n, 1)), noise], 1).astype(np.float32)
 

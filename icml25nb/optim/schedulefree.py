@@ -311,6 +311,7 @@ class DiscountedOGD:
 
     def __init__(self, dim: int, lr, discount=1.0, radius: float | None = None):
         self.dim = check_int("dim", dim, 1)
+        check_memory("dim", 2.0 * self.dim)
         for name, v in (("lr", lr), ("discount", discount)):
             if not callable(v):
                 check_positive(name, v, strict=(name == "lr"))
@@ -397,6 +398,8 @@ def stationarity_runs(objective: Objective, method: str, lrs, horizons, replicas
     lrs = check_finite("lrs", lrs)
     if lrs.ndim != 1 or lrs.size == 0 or np.any(lrs <= 0):
         raise ValueError("lrs must be a non-empty 1-D array of positive numbers")
+    if isinstance(horizons, (str, bytes)) or not hasattr(horizons, "__iter__"):
+        raise ValueError(f"horizons must be a list of step counts, got {horizons!r}")
     horizons = [check_int("horizons", T, 1) for T in horizons]
     if not horizons or sorted(horizons) != horizons:
         raise ValueError(f"horizons must be a non-empty increasing list, got {horizons}")
@@ -406,7 +409,7 @@ def stationarity_runs(objective: Objective, method: str, lrs, horizons, replicas
         raise TypeError(f"objective must be an Objective (abs_well(), abs_ridge()), got {type(objective).__name__}")
     noise, c_scale = check_positive("noise", noise, strict=False), check_positive("c_scale", c_scale)
     beta = _check_beta(beta)
-    check_memory("replicas", 4.0 * len(lrs) * len(horizons) * replicas * dim)
+    check_memory("replicas x dim", 4.0 * len(lrs) * len(horizons) * replicas * dim)
     work = float(len(lrs)) * replicas * dim * (horizons[-1] if method == "sgd" else sum(horizons))
     if work > MAX_WORK:
         raise ValueError(f"horizons are too long for {len(lrs)} learning rates x {replicas} replicas x {dim} "
@@ -525,11 +528,13 @@ def train_ensemble(X, Y, lrs, T: int, batch_size: int = 16, hidden: int = 32, be
     beta = _check_beta(beta)
     if isinstance(methods, str):
         methods = (methods,)
+    if not hasattr(methods, "__iter__"):
+        raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {methods!r}")
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {methods}")
     M, L, n, C = len(methods), len(lrs), len(X), int(Y.max()) + 1
-    check_memory("T", float(T) * batch_size)  # the minibatch indices
+    check_memory("T x batch_size", float(T) * batch_size)  # the minibatch indices
     check_memory("hidden", float(M * L) * 4 * (X.shape[1] * hidden + hidden * hidden + hidden * C + n * max(hidden, C)))
     E = M * L
     sizes = [X.shape[1], hidden, hidden, C]

@@ -17,11 +17,11 @@ from scipy.optimize import brentq
 from scipy.special import logsumexp
 
 from ..control import SAC, TD3, Agent, TwinQ, _adam, _frozen_copy, _requires_grad, _soft_update, evaluate, train
-from ..core import Chapter, Claim, check_float, check_int, check_memory, check_scale, check_seed, register
+from ..core import Chapter, Claim, check_array, check_float, check_int, check_memory, check_scale, check_seed, register
 from ..kernels import softvi as SV
 
 # %% auto #0
-__all__ = ['MAX_BINS', 'CLAIMS', 'CHAPTER', 'soft_values', 'alpha_star', 'alpha_star_approx', 'bifurcation_mdp',
+__all__ = ['MAX_BINS', 'MAX_VI_WORK', 'CLAIMS', 'CHAPTER', 'soft_values', 'alpha_star', 'alpha_star_approx', 'bifurcation_mdp',
            'soft_value_iteration', 'p_wide', 'switch_point', 'ContinuousBifurcationEnv', 'PrecisionCorridorEnv',
            'ToyExampleEnv', 'toy_example_alpha_star', 'corridor_mdp', 'corridor_stay_prob', 'SACAdaEnt',
            'corridor_alpha_c', 'best_tanh_gaussian', 'first_action', 'branch_probability', 'corridor_failure_rate',
@@ -36,7 +36,7 @@ def _check_pos(name, x, allow_zero=False):
 
 
 def _check_center(center, width, what="interval"):
-    center = float(center)
+    center = check_float("center", center)
     if not (-1 + width / 2 <= center <= 1 - width / 2):
         raise ValueError(f"center must keep the {what} inside [-1, 1], got {center}")
     return center
@@ -119,13 +119,22 @@ def bifurcation_mdp(R_high: float, R_mid: float, width: float, n_bins: int = 200
             "narrow": 1, "wide": L + 1, "stages": L}
 
 # %% ../../nbs/rl/02_maxent.ipynb #19ec414c
+MAX_VI_WORK = 1e11  # n_iter x states x actions of one soft value iteration (minutes of the njit kernel)
+
+
 def soft_value_iteration(P, R, alpha: float, gamma: float = 1.0, n_iter: int = 100, log_mu=None,
                          backend: str = "njit") -> tuple[np.ndarray, np.ndarray]:
     """Soft value iteration on a deterministic MDP (`P[s, a]` the successor state, -1 where the episode ends):
     returns (V, pi) with pi(a|s) = mu_a exp((Q(s,a) - V(s)) / alpha) (alpha = 0: the greedy policy, ties split)."""
     if backend not in ("njit", "numpy", "cuda"):
         raise ValueError(f"backend must be 'njit', 'numpy' or 'cuda', got {backend!r}")
-    R = np.asarray(R, dtype=np.float64)
+    R = check_array("R", R, ndim=2, min_size=1)
+    P = check_array("P", P, shape=R.shape, dtype=np.int64, minimum=-1, maximum=R.shape[0] - 1)
+    alpha, gamma = check_float("alpha", alpha, 0.0), check_float("gamma", gamma, 0.0, 1.0)
+    n_iter = check_int("n_iter", n_iter, 1)
+    if float(n_iter) * R.size > MAX_VI_WORK:
+        raise ValueError(f"n_iter = {n_iter} is too many sweeps of a {R.shape} table: n_iter x states x actions must "
+                         f"be at most {MAX_VI_WORK:g}")
     if log_mu is None:
         log_mu = np.zeros(R.shape[1] if R.ndim == 2 else 1)
     R, P, log_mu, alpha, gamma, n_iter = SV.check_softvi_inputs(R, P, log_mu, alpha, gamma, n_iter)

@@ -35,6 +35,8 @@ class CriticLN(nn.Module):
         if not hidden or any(isinstance(h, bool) or not isinstance(h, (int, np.integer)) or h < 1 for h in hidden):
             raise ValueError(f"hidden must be a non-empty sequence of positive integers, got {hidden!r}")
         self.layer_norm = bool(layer_norm)
+        widths = [obs_dim + act_dim, *map(int, hidden), 1]
+        check_memory("obs_dim, act_dim, hidden", 4.0 * n * sum(a * b for a, b in zip(widths, widths[1:])))
         self.members = nn.ModuleList()
         for _ in range(n):
             layers, d = [], obs_dim + act_dim
@@ -72,7 +74,7 @@ def ln_output_bound(critic: CriticLN) -> torch.Tensor:
 def sample_infeasible(n: int, act_dim: int, distance: float = 1.5, generator: torch.Generator | None = None) -> torch.Tensor:
     "n infeasible actions, each coordinate uniform on [-2L, -L] u [L, 2L] with L = distance > 1."
     n, act_dim = check_int("n", n, 1), check_int("act_dim", act_dim, 1)
-    check_memory("n", 3.0 * n * act_dim, 4)
+    check_memory("n x act_dim", 3.0 * n * act_dim, 4)
     distance = _check_float("distance", distance, 1.0, open_low=True)
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
@@ -119,6 +121,9 @@ class PARS(TD3BC):
                  pa_distance: float = 1.5, lr: float = 3e-4, gamma: float = 0.99, tau: float = 0.005,
                  policy_noise: float = 0.2, noise_clip: float = 0.5, policy_delay: int = 2, alpha: float = 2.5,
                  seed: int = 0):
+        widths = [check_int("obs_dim", obs_dim, 1) + check_int("act_dim", act_dim, 1), *(int(h) for h in hidden
+                  if isinstance(h, (int, np.integer)) and not isinstance(h, bool))]
+        check_memory("obs_dim, act_dim, hidden", 16.0 * sum(a * b for a, b in zip(widths, widths[1:] + [1])))
         self._flags = dict(reward_scale=_check_float("reward_scale", reward_scale, 0.0, open_low=True),
                            layer_norm=bool(layer_norm), pa_alpha=_check_float("pa_alpha", pa_alpha),
                            r_min=check_float("r_min", r_min),
@@ -174,7 +179,8 @@ def collect_dataset(env_id: str = "PointMass", policy="scripted", n: int = 4000,
     num_envs = check_int("num_envs", num_envs, 1, 10**4)
     if isinstance(policy, str):
         if policy != "scripted" or env_id != "PointMass":
-            raise ValueError(f"policy must be a callable or 'scripted' (PointMass only), got {policy!r} for {env_id!r}")
+            raise ValueError(f"policy must be a callable or 'scripted' (for env_id 'PointMass' only), got {policy!r} "
+                             f"for env_id {env_id!r}")
         policy = lambda o: scripted_pointmass(o, coverage)
     elif not callable(policy):
         raise TypeError(f"policy must be a callable or 'scripted', got {type(policy).__name__}")

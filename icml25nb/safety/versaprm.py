@@ -286,14 +286,15 @@ class WindowLM(nn.Module):
         super().__init__()
         vocab_size, d = check_int("vocab_size", vocab_size, 2, 10**7), check_int("d", d, 1, 10**5)
         hidden, context = check_int("hidden", hidden, 1, 10**6), check_int("context", context, 1)
-        check_memory("hidden", 4.0 * (window * d * hidden + hidden * vocab_size) if isinstance(window, int) else 0)
-        self.window, self.context, self.pad = check_int("window", window, 1, 10**5), context, vocab_size
+        window = check_int("window", window, 1, 10**5)
+        check_memory("window x d x hidden", 4.0 * (window * d * hidden + hidden * vocab_size))
+        self.window, self.context, self.pad = window, context, vocab_size
         self.emb = nn.Embedding(vocab_size + 1, d)  # id `vocab_size` pads before the start of the sequence
         self.mlp = nn.Sequential(nn.Linear(window * d, hidden), nn.GELU(), nn.Linear(hidden, vocab_size))
 
     def forward(self, idx: torch.Tensor, where: torch.Tensor | None = None) -> torch.Tensor:
         "Logits (B, T, V) for ids (B, T); with a mask `where` (B, T), only the logits (n, V) at its True positions."
-        _check_ids(idx, self.pad)
+        _check_ids(idx, self.pad, "idx")
         if where is not None and (not isinstance(where, torch.Tensor) or where.dtype != torch.bool
                                   or where.shape != idx.shape):
             raise ValueError(f"where must be a boolean tensor of the shape of idx {tuple(idx.shape)}")
@@ -305,14 +306,14 @@ class WindowLM(nn.Module):
         return self.mlp(self.emb(w).reshape(B, T, -1))
 
 
-def _check_ids(ids, vocab_size: int | None = None) -> torch.Tensor:
+def _check_ids(ids, vocab_size: int | None = None, name: str = "ids") -> torch.Tensor:
     "`ids` as a (B, T) integer tensor of token ids in [0, vocab_size] (the last id pads), with B, T >= 1."
     if not isinstance(ids, torch.Tensor) or ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-        raise ArgumentTypeError(f"ids must be an integer tensor (B, T), got {getattr(ids, 'dtype', type(ids).__name__)}")
+        raise ArgumentTypeError(f"{name} must be an integer tensor (B, T), got {getattr(ids, 'dtype', type(ids).__name__)}")
     if ids.ndim != 2 or ids.shape[0] < 1 or ids.shape[1] < 1:
-        raise ValueError(f"ids must have shape (B, T) with B, T >= 1, got {tuple(ids.shape)}")
+        raise ValueError(f"{name} must have shape (B, T) with B, T >= 1, got {tuple(ids.shape)}")
     if vocab_size is not None and (int(ids.min()) < 0 or int(ids.max()) > vocab_size):
-        raise ValueError(f"ids must hold token ids in [0, {vocab_size}], got [{int(ids.min())}, {int(ids.max())}]")
+        raise ValueError(f"{name} must hold token ids in [0, {vocab_size}], got [{int(ids.min())}, {int(ids.max())}]")
     return ids
 
 
@@ -424,7 +425,7 @@ def _check_votes(answers, weights=None, name="weights"):
     if not len(answers):
         raise ValueError("answers must be non-empty")
     if weights is not None:
-        w = np.asarray(weights, dtype=np.float64)
+        w = check_array(name, weights, finite=False)
         if w.shape != (len(answers),) or not np.isfinite(w).all():
             raise ValueError(f"{name} must be {len(answers)} finite numbers, one per answer")
         return w
@@ -438,6 +439,8 @@ def majority_vote(answers: Sequence):
 
 def weighted_majority_vote(answers: Sequence, weights) -> object:
     "The answer with the largest total weight (ties: the one seen first)."
+    if weights is None:
+        raise ValueError("weights must be given (one number per answer); majority_vote is the unweighted vote")
     w = _check_votes(answers, weights)
     total = {}
     for a, x in zip(answers, w):
@@ -447,6 +450,8 @@ def weighted_majority_vote(answers: Sequence, weights) -> object:
 
 def best_of_n(answers: Sequence, scores) -> object:
     "The answer of the highest-scoring CoT (ties: the first)."
+    if scores is None:
+        raise ValueError("scores must be given (one number per answer)")
     s = _check_votes(answers, scores, "scores")
     return answers[int(np.argmax(s))]
 
@@ -598,11 +603,24 @@ def _select(P, C, L, domains):
     return [P[i] for i in keep], [C[i] for i in keep], [L[i] for i in keep]
 
 
+def _check_data_triple(name: str, data) -> tuple:
+    "(problems, CoTs, first errors) of one length, as `_data` makes them."
+    try:
+        P, C, L = data
+        ok = len(P) == len(C) == len(L) and all(isinstance(q, Problem) for q in P) and all(isinstance(c, CoT) for c in C)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be (problems, CoTs, first errors) of one length")
+    return P, C, L
+
+
 def hold_out(train: tuple, evaluation: tuple) -> tuple[tuple, dict]:
     """Training data (problems, CoTs, first errors) with nothing of the evaluation in it: problems that are evaluation
     problems are dropped, and each CoT is cut before its first step whose string is an evaluation step (any step of
     any evaluation CoT); its label is its first error if that lies in the part kept (else -1: all kept steps right)."""
-    P, C, L = train
+    P, C, L = _check_data_triple("train", train)
+    _check_data_triple("evaluation", evaluation)
     ev_steps = {s for c in evaluation[1] for s in c.steps}
     ev_problems = {q.text for q in evaluation[0]}
     out, kept, total = ([], [], []), 0, 0
@@ -621,7 +639,8 @@ def hold_out(train: tuple, evaluation: tuple) -> tuple[tuple, dict]:
 
 def overlap(train: tuple, evaluation: tuple) -> dict:
     "What evaluation shares with training: problems (by text), and step strings, all and labelled (up to the first error)."
-    Ptr, Ctr, Ltr = train
+    Ptr, Ctr, Ltr = _check_data_triple("train", train)
+    _check_data_triple("evaluation", evaluation)
     tr_all = {s for c in Ctr for s in c.steps}
     tr_lab = {s for c, f in zip(Ctr, Ltr) for s in (c.steps if f < 0 else c.steps[:f + 1])}
     ev = {s for c in evaluation[1] for s in c.steps}

@@ -26,7 +26,7 @@ MAX_WORK = 1e11  # n_sims x steps x n_particles^2 of one springs simulation (min
 
 def _check_work(n_sims: int, n_particles: int, steps: int) -> None:
     "Refuse, up front, a springs simulation that cannot fit in memory or would run for hours."
-    check_memory("n_sims", float(n_sims) * n_particles * (n_particles + 12))
+    check_memory("n_sims x n_particles", float(n_sims) * n_particles * (n_particles + 12))
     if float(n_sims) * steps * n_particles ** 2 > MAX_WORK:
         raise ValueError(f"steps = {steps} with n_sims = {n_sims} and n_particles = {n_particles} is too large: "
                          f"n_sims x steps x n_particles^2 must be at most {MAX_WORK:g}")
@@ -143,6 +143,7 @@ class PCLNet(torch.nn.Module):
         self.label_dim = check_int("label_dim", label_dim, 1)
         self.T, self.supervised = check_int("T", T, 2), bool(supervised)
         h = check_int("hidden", hidden, 1)
+        check_memory("in_dim, label_dim, hidden", 4.0 * ((in_dim + label_dim + 1) * h + 2 * h * h + h * label_dim))
         self.net = torch.nn.Sequential(torch.nn.Linear(in_dim + label_dim + 1, h), torch.nn.SiLU(),
                                        torch.nn.Linear(h, h), torch.nn.SiLU(), torch.nn.Linear(h, h),
                                        torch.nn.SiLU(), torch.nn.Linear(h, label_dim))
