@@ -1587,7 +1587,10 @@ def bubble_model_time(profile: Profile, plan: Plan, bandwidth: float, latency: f
         raise TypeError(f"plan must be a Plan, got {type(plan).__name__}")
     bandwidth = check_positive("bandwidth", bandwidth)  # 0 divided every transfer: inf / NaN
     latency = check_positive("latency", latency, strict=False)
-    sp = _check_splits(plan.splits, profile.n)
+    try:
+        sp = _check_splits(plan.splits, profile.n)
+    except ValueError as e:
+        raise ValueError(f"plan does not fit the profile: {e}") from None
     if sp.shape != (1, plan.n_stages - 1):
         raise ValueError(f"plan must have n_stages - 1 = {plan.n_stages - 1} split points, got {sp.shape[1]}")
     S, D, M = plan.n_stages, plan.n_devices, plan.n_micro
