@@ -1874,6 +1874,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                     'icml25nb.rl.maxent._check_bifurcation': ('rl/maxent.html#_check_bifurcation', 'icml25nb/rl/maxent.py'),
                                     'icml25nb.rl.maxent._check_center': ('rl/maxent.html#_check_center', 'icml25nb/rl/maxent.py'),
                                     'icml25nb.rl.maxent._check_mdp': ('rl/maxent.html#_check_mdp', 'icml25nb/rl/maxent.py'),
+                                    'icml25nb.rl.maxent._check_obs': ('rl/maxent.html#_check_obs', 'icml25nb/rl/maxent.py'),
                                     'icml25nb.rl.maxent._check_pos': ('rl/maxent.html#_check_pos', 'icml25nb/rl/maxent.py'),
                                     'icml25nb.rl.maxent._train': ('rl/maxent.html#_train', 'icml25nb/rl/maxent.py'),
                                     'icml25nb.rl.maxent.alpha_star': ('rl/maxent.html#alpha_star', 'icml25nb/rl/maxent.py'),

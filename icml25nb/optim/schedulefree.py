@@ -515,7 +515,9 @@ def train_ensemble(X, Y, lrs, T: int, batch_size: int = 16, hidden: int = 32, be
     every run at `n_evals` evenly spaced steps: `loss` (len(methods), len(lrs), n_evals) and `steps`."""
     X = torch.as_tensor(check_array("X", X, ndim=2, min_size=1), dtype=torch.float32)
     # class labels 0..C-1: -1 (a torch index error) and 1.7 (silently truncated to 1) are refused here
-    Y = torch.as_tensor(check_array("Y", Y, shape=(len(X),), dtype=np.int64, minimum=0, maximum=10**6))
+    Y = torch.as_tensor(check_array("Y", Y, dtype=np.int64, minimum=0, maximum=10**6))
+    if Y.shape != (len(X),):
+        raise ValueError(f"X must be (n, features) and Y (n,), got {tuple(X.shape)} and {tuple(Y.shape)}")
     if isinstance(lrs, (str, bytes)) or not hasattr(lrs, "__iter__"):
         raise TypeError(f"lrs must be a sequence of learning rates, got {type(lrs).__name__}")
     lrs = [check_positive("lrs", lr) for lr in lrs]

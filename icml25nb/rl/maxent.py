@@ -147,10 +147,18 @@ def soft_value_iteration(P, R, alpha: float, gamma: float = 1.0, n_iter: int = 1
             raise overflow
         Q = R + gamma * np.where(P < 0, 0.0, V[np.maximum(P, 0)])
         if alpha > 0:
-            pi = np.exp((Q - V[:, None]) / alpha + log_mu)
+            z = (Q - V[:, None]) / alpha + log_mu
+            pi = np.exp(z)
         else:
             pi = (Q >= Q.max(axis=1, keepdims=True) - 1e-12).astype(float)
         total = pi.sum(axis=1, keepdims=True)
+        bad = ~(np.isfinite(total) & (total > 0))[:, 0]
+        if alpha > 0 and bad.any():
+            # rows whose exp under- or overflowed (V not yet converged, or a tiny alpha): the same distribution,
+            # shifted by the row's largest exponent; the other rows keep the plain form
+            zb = z[bad] - z[bad].max(axis=1, keepdims=True)
+            pi[bad] = np.exp(zb)
+            total[bad] = pi[bad].sum(axis=1, keepdims=True)
     if not (np.isfinite(pi).all() and np.isfinite(total).all() and (total > 0).all()):
         raise overflow
     return V, pi / total
@@ -352,7 +360,10 @@ class SACAdaEnt(SAC):
     def __init__(self, obs_dim: int, act_dim: int, action_low=-1.0, action_high=1.0, *, hidden=(256, 256),
                  lr: float = 3e-4, gamma: float = 0.99, tau: float = 0.005, alpha=0.2, init_alpha: float = 1.0,
                  target_entropy: float | None = None, n_sample: int = 100, dist_threshold: float = 0.9, seed: int = 0):
-        self.n_sample = check_int("n_sample", n_sample, 2)
+        self.n_sample = check_int("n_sample", n_sample, 2, 10**6)
+        dims = [check_int("obs_dim", obs_dim, 1) + check_int("act_dim", act_dim, 1),
+                *(int(h) for h in hidden if isinstance(h, (int, np.integer)) and not isinstance(h, bool))]
+        check_memory("obs_dim, act_dim, hidden", 40.0 * sum(a * b for a, b in zip(dims, dims[1:] + [1])))
         if isinstance(dist_threshold, bool) or not isinstance(dist_threshold, (int, float)) \
                 or not -1.0 <= dist_threshold <= 1.0:
             raise ValueError(f"dist_threshold must be a cosine similarity in [-1, 1], got {dist_threshold!r}")
@@ -458,13 +469,21 @@ def best_tanh_gaussian(alpha: float, center: float, width: float, samples: int =
 
 def first_action(agent, obs) -> float:
     "The agent's deterministic action at one observation."
-    return float(agent.act(np.asarray(obs, np.float32)[None], deterministic=True)[0, 0])
+    obs = _check_obs(agent, obs)
+    return float(agent.act(obs[None], deterministic=True)[0, 0])
+
+
+def _check_obs(agent, obs) -> np.ndarray:
+    "`obs` as one float32 observation of `agent` (an Agent of the control block)."
+    if not isinstance(agent, Agent):
+        raise TypeError(f"agent must be an Agent (SAC, SACAdaEnt, TD3...), got {type(agent).__name__}")
+    return check_array("obs", obs, shape=(agent.obs_dim,), dtype=np.float32)
 
 
 def branch_probability(agent, obs, samples: int = 4000) -> float:
     "Fraction of `samples` stochastic actions of the agent at `obs` that are >= 0 (the wide branch at the start)."
     samples = check_int("samples", samples, 1)
-    obs = np.asarray(obs, np.float32)
+    obs = _check_obs(agent, obs)
     check_memory("samples", float(samples) * max(1, obs.size))
     x = np.repeat(obs[None], samples, axis=0)
     return float((agent.act(x, deterministic=False)[:, 0] >= 0).mean())
@@ -472,7 +491,9 @@ def branch_probability(agent, obs, samples: int = 4000) -> float:
 
 def corridor_failure_rate(agent, env: PrecisionCorridorEnv, episodes: int, seed: int) -> float:
     "Fraction of `episodes` (deterministic policy, actuator noise from `seed`) that leave the corridor."
-    episodes, seed = check_int("episodes", episodes, 1), check_seed(seed)
+    episodes, seed = check_int("episodes", episodes, 1, 10**6), check_seed(seed)  # 0 episodes divided by zero
+    if not isinstance(agent, Agent):
+        raise TypeError(f"agent must be an Agent (SAC, SACAdaEnt, TD3...), got {type(agent).__name__}")
     if not isinstance(env, PrecisionCorridorEnv):
         raise TypeError(f"env must be a PrecisionCorridorEnv, got {type(env).__name__}")
     env.reset(seed=seed)
