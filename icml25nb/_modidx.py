@@ -1871,6 +1871,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                     'icml25nb.rl.maxent.ToyExampleEnv.reset': ( 'rl/maxent.html#toyexampleenv.reset',
                                                                                 'icml25nb/rl/maxent.py'),
                                     'icml25nb.rl.maxent.ToyExampleEnv.step': ('rl/maxent.html#toyexampleenv.step', 'icml25nb/rl/maxent.py'),
+                                    'icml25nb.rl.maxent._check_agent': ('rl/maxent.html#_check_agent', 'icml25nb/rl/maxent.py'),
                                     'icml25nb.rl.maxent._check_bifurcation': ('rl/maxent.html#_check_bifurcation', 'icml25nb/rl/maxent.py'),
                                     'icml25nb.rl.maxent._check_center': ('rl/maxent.html#_check_center', 'icml25nb/rl/maxent.py'),
                                     'icml25nb.rl.maxent._check_mdp': ('rl/maxent.html#_check_mdp', 'icml25nb/rl/maxent.py'),

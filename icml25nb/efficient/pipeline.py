@@ -687,7 +687,7 @@ def _limit(capacity, n_devices: int) -> np.ndarray | None:
     if capacity is None:
         return None
     cap = check_array("capacity", capacity, ndim=(0, 1), finite=False)
-    if cap.ndim == 1 and cap.shape != (n_devices,):
+    if cap.ndim == 1 and cap.shape not in ((1,), (n_devices,)):
         raise ValueError(f"capacity must be one number or one per device ({n_devices}), got shape {cap.shape}")
     cap = np.broadcast_to(cap, (n_devices,)).copy()
     if not np.isfinite(cap).all() or (cap <= 0).any():

@@ -473,11 +473,18 @@ def first_action(agent, obs) -> float:
     return float(agent.act(obs[None], deterministic=True)[0, 0])
 
 
+def _check_agent(agent):
+    if not callable(getattr(agent, "act", None)):
+        raise TypeError(f"agent must have an act(obs, deterministic) method (an Agent: SAC, SACAdaEnt, TD3...), got "
+                        f"{type(agent).__name__}")
+    return agent
+
+
 def _check_obs(agent, obs) -> np.ndarray:
-    "`obs` as one float32 observation of `agent` (an Agent of the control block)."
-    if not isinstance(agent, Agent):
-        raise TypeError(f"agent must be an Agent (SAC, SACAdaEnt, TD3...), got {type(agent).__name__}")
-    return check_array("obs", obs, shape=(agent.obs_dim,), dtype=np.float32)
+    "`obs` as one float32 observation of `agent` (of its obs_dim where it has one)."
+    _check_agent(agent)
+    dim = getattr(agent, "obs_dim", None)
+    return check_array("obs", obs, shape=(dim if isinstance(dim, int) else None,), dtype=np.float32)
 
 
 def branch_probability(agent, obs, samples: int = 4000) -> float:
@@ -492,8 +499,7 @@ def branch_probability(agent, obs, samples: int = 4000) -> float:
 def corridor_failure_rate(agent, env: PrecisionCorridorEnv, episodes: int, seed: int) -> float:
     "Fraction of `episodes` (deterministic policy, actuator noise from `seed`) that leave the corridor."
     episodes, seed = check_int("episodes", episodes, 1, 10**6), check_seed(seed)  # 0 episodes divided by zero
-    if not isinstance(agent, Agent):
-        raise TypeError(f"agent must be an Agent (SAC, SACAdaEnt, TD3...), got {type(agent).__name__}")
+    _check_agent(agent)
     if not isinstance(env, PrecisionCorridorEnv):
         raise TypeError(f"env must be a PrecisionCorridorEnv, got {type(env).__name__}")
     env.reset(seed=seed)

@@ -51,8 +51,10 @@ def _as_tensor(name: str, x, ndim: int = 2, cols: int | None = None) -> torch.Te
 
 
 def _check_model(model) -> "PCLNet":
-    if not isinstance(model, PCLNet):
-        raise TypeError(f"model must be a PCLNet, got {type(model).__name__}")
+    "A PCLNet, or any torch module f(x, y_t, t) with an integer `T` (its noise levels)."
+    T = getattr(model, "T", None)
+    if not isinstance(model, torch.nn.Module) or isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
+        raise TypeError(f"model must be a PCLNet (a torch module with T noise levels), got {type(model).__name__}")
     return model
 
 
@@ -161,7 +163,8 @@ def pcl_loss(model: PCLNet, x: torch.Tensor, y: torch.Tensor, schedule: torch.Te
     """PCL's objective for one batch: two noise levels t' < t per row (uniform pairs), independent noise, and
     d(f(x, y_t, t), y) + d(f(x, y_t', t'), y) + lam d(f(x, y_t, t), sg[f(x, y_t', t')]) with d the mean squared error."""
     model = _check_model(model)
-    x, y = _as_tensor("x", x, cols=model.in_dim), _as_tensor("y", y, cols=model.label_dim)
+    x = _as_tensor("x", x, cols=getattr(model, "in_dim", None))
+    y = _as_tensor("y", y, cols=getattr(model, "label_dim", None))
     if len(x) != len(y):
         raise ValueError(f"x and y must be 2-D with the same number of rows, got {tuple(x.shape)}, {tuple(y.shape)}")
     lam = check_float("lam", lam, 0.0)
@@ -182,7 +185,8 @@ def pcl_loss(model: PCLNet, x: torch.Tensor, y: torch.Tensor, schedule: torch.Te
 def supervised_loss(model: PCLNet, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     "The twin's mean squared error (its label input is zeroed inside the model)."
     model = _check_model(model)
-    x, y = _as_tensor("x", x, cols=model.in_dim), _as_tensor("y", y, cols=model.label_dim)
+    x = _as_tensor("x", x, cols=getattr(model, "in_dim", None))
+    y = _as_tensor("y", y, cols=getattr(model, "label_dim", None))
     if len(x) != len(y):
         raise ValueError(f"x and y must have the same number of rows, got {tuple(x.shape)}, {tuple(y.shape)}")
     t = torch.full((len(x),), model.T - 1)
@@ -274,7 +278,7 @@ def prediction_spread(model: PCLNet, x: torch.Tensor, draws: int = 8, steps: tup
                       schedule: torch.Tensor | None = None, seed: int = 0) -> float:
     "Spread of predictions over `draws` pure-noise starts: root mean (over entries) of the per-entry variance."
     draws = check_int("draws", draws, 2)
-    check_memory("draws", 4.0 * draws * np.prod(np.shape(x)[:1]) * _check_model(model).label_dim)
+    check_memory("draws", 4.0 * draws * np.prod(np.shape(x)[:1]) * getattr(_check_model(model), "label_dim", 1))
     P = torch.stack([pcl_predict(model, x, steps, schedule, seed=1000 * seed + d) for d in range(draws)])
     return float(P.var(0, unbiased=True).mean().sqrt())
 
