@@ -48,7 +48,7 @@ class SparseDataset:
 
     def is_error(self, q: np.ndarray, answer: int) -> bool:
         "Whether `answer` fails the c-ANN guarantee for `q`: it is more than c times farther than the nearest point."
-        q = _as_query(q, self.d)[0]
+        q = check_array("q", q, shape=(self.d,))
         answer = check_int("answer", answer, 0, self.n - 1)  # -1 would silently read the last point
         d2 = np.maximum(self._sq - 2 * (self.points @ q) + q @ q, 0.0)  # squared distances to every point
         return bool(d2[answer] > self.c ** 2 * d2.min())

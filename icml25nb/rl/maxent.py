@@ -129,7 +129,8 @@ def soft_value_iteration(P, R, alpha: float, gamma: float = 1.0, n_iter: int = 1
     if backend not in ("njit", "numpy", "cuda"):
         raise ValueError(f"backend must be 'njit', 'numpy' or 'cuda', got {backend!r}")
     R = check_array("R", R, ndim=2, min_size=1)
-    P = check_array("P", P, shape=R.shape, dtype=np.int64, minimum=-1, maximum=R.shape[0] - 1)
+    P = check_array("P (nxt, the successor table)", P, shape=R.shape, dtype=np.int64, minimum=-1,
+                    maximum=R.shape[0] - 1)
     alpha, gamma = check_float("alpha", alpha, 0.0), check_float("gamma", gamma, 0.0, 1.0)
     n_iter = check_int("n_iter", n_iter, 1)
     if float(n_iter) * R.size > MAX_VI_WORK:
