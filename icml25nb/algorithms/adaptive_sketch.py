@@ -11,14 +11,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core import Chapter, Claim, check_int, check_positive, check_scale, check_seed, make_rng, progress, register
+from ..core import (Chapter, Claim, check_array, check_float, check_int, check_memory, check_positive, check_prob,
+                           check_scale, check_seed, make_rng, progress, register)
 from ..kernels import sketchann as SK
 
 # %% auto #0
-__all__ = ['SELECTIONS', 'SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'SparseDataset', 'make_sparse_dataset', 'JLSketchANN',
-           'FreshCopiesANN', 'advanced_composition', 'subsampled_epsilon', 'PrivacyAccountant', 'eps0_for_budget',
-           'noisy_max', 'DPRobustANN', 'LinearSketchAttacker', 'ObliviousQueries', 'run_game', 'final_error',
-           'copies_needed', 'derived_copies', 'experiment', 'plots']
+__all__ = ['SELECTIONS', 'MAX_ROUNDS', 'SCALE_CONFIG', 'MAX_COPIES', 'CLAIMS', 'CHAPTER', 'SparseDataset', 'make_sparse_dataset',
+           'JLSketchANN', 'FreshCopiesANN', 'advanced_composition', 'subsampled_epsilon', 'PrivacyAccountant',
+           'eps0_for_budget', 'noisy_max', 'DPRobustANN', 'LinearSketchAttacker', 'ObliviousQueries', 'run_game',
+           'final_error', 'copies_needed', 'derived_copies', 'experiment', 'plots']
 
 # %% ../../nbs/algorithms/03_adaptive_sketch.ipynb #72bf12ed
 @dataclass
@@ -31,6 +32,10 @@ class SparseDataset:
     c: float
 
     def __post_init__(self):
+        self.points = check_array("points", self.points, ndim=2)
+        if self.points.shape[0] < 1 or self.points.shape[1] < 1:
+            raise ValueError(f"points must be a non-empty (n, d) array, got shape {self.points.shape}")
+        self.rho, self.c = check_positive("rho", self.rho), check_positive("c", self.c)
         self._sq = (self.points ** 2).sum(1)
 
     @property
@@ -43,6 +48,8 @@ class SparseDataset:
 
     def is_error(self, q: np.ndarray, answer: int) -> bool:
         "Whether `answer` fails the c-ANN guarantee for `q`: it is more than c times farther than the nearest point."
+        q = check_array("q", q, shape=(self.d,))
+        answer = check_int("answer", answer, 0, self.n - 1)  # -1 would silently read the last point
         d2 = np.maximum(self._sq - 2 * (self.points @ q) + q @ q, 0.0)  # squared distances to every point
         return bool(d2[answer] > self.c ** 2 * d2.min())
 
@@ -55,6 +62,7 @@ def make_sparse_dataset(n: int = 100, d: int = 500, rho: float = 0.5, c: float =
     rho, c = check_positive("rho", rho), check_positive("c", c)
     if c <= 1:
         raise ValueError(f"c must be > 1 (the approximation factor), got {c}")
+    check_memory("d", 2.0 * n * d)
     rng = make_rng(seed, 1)
     base = rng.standard_normal((n // 2, d)) / math.sqrt(d)
     step = rng.standard_normal((n // 2, d))
@@ -66,7 +74,15 @@ def make_sparse_dataset(n: int = 100, d: int = 500, rho: float = 0.5, c: float =
 # %% ../../nbs/algorithms/03_adaptive_sketch.ipynb #0771112d
 def _sketches(k: int, m: int, d: int, seed: int, stream: int, first: int = 0) -> np.ndarray:
     "k independent Gaussian JL sketches (m x d, entries N(0, 1/m)), one random stream per copy (first, first + 1, ...)."
+    check_memory("k x m", 2.0 * k * m * d)
     return np.stack([make_rng(seed, stream, first + j).standard_normal((m, d)) / math.sqrt(m) for j in range(k)])
+
+
+def _check_points(points) -> np.ndarray:
+    P = check_array("points", points, ndim=2)
+    if P.shape[0] < 1 or P.shape[1] < 1:
+        raise ValueError(f"points must be a non-empty finite (n, d) array, got shape {P.shape}")
+    return P
 
 
 class JLSketchANN:
@@ -74,9 +90,7 @@ class JLSketchANN:
     (oblivious) query with high probability; its randomness S is the structure's secret."""
 
     def __init__(self, points, m: int = 8, seed: int = 0):
-        self.points = np.ascontiguousarray(points, dtype=np.float64)
-        if self.points.ndim != 2 or not np.all(np.isfinite(self.points)):
-            raise ValueError("points must be a finite (n, d) array")
+        self.points = _check_points(points)
         self.m, self.seed = check_int("m", m, 1), check_seed(seed)
         self._S = _sketches(1, self.m, self.points.shape[1], self.seed, 2)
         self._SP = np.ascontiguousarray(np.einsum("jmd,nd->jnm", self._S, self.points))
@@ -102,10 +116,9 @@ class FreshCopiesANN:
     on randomness an earlier answer revealed. Sketches are drawn when needed, one stream per query."""
 
     def __init__(self, points, m: int = 8, T: int = 1000, seed: int = 0):
-        self.points = np.ascontiguousarray(points, dtype=np.float64)
-        if self.points.ndim != 2 or not np.all(np.isfinite(self.points)):
-            raise ValueError("points must be a finite (n, d) array")
+        self.points = _check_points(points)
         self.m, self.T, self.seed = check_int("m", m, 1), check_int("T", T, 1), check_seed(seed)
+        check_memory("m", 2.0 * self.m * self.points.shape[1])  # each query's fresh sketch
         self.copies_used = 0
         self._one = np.zeros((1, 1), dtype=np.int64)
 
@@ -125,15 +138,27 @@ def advanced_composition(eps: float, delta: float, t: int, delta_prime: float) -
     eps_t = sqrt(2 t ln(1/delta')) eps + t eps (e^eps - 1), delta_t = t delta + delta'."""
     t = check_int("t", t, 0)
     eps = check_positive("eps", eps, strict=False)
-    if not 0 < delta_prime < 1:
-        raise ValueError(f"delta_prime must lie in (0, 1), got {delta_prime!r}")
-    return (math.sqrt(2 * t * math.log(1 / delta_prime)) * eps + t * eps * math.expm1(eps), t * delta + delta_prime)
+    delta = check_prob("delta", delta)
+    delta_prime = check_prob("delta_prime", delta_prime, open_min=True, open_max=True)
+    if t == 0:
+        return 0.0, delta_prime
+    try:
+        grow = math.expm1(eps)
+    except OverflowError:  # eps > ~709: e^eps - 1 is beyond float64, and so is the bound
+        grow = math.inf
+    return (math.sqrt(2 * t * math.log(1 / delta_prime)) * eps + t * eps * grow, t * delta + delta_prime)
 
 
 def subsampled_epsilon(eps0: float, q: float) -> float:
     """Privacy amplification by subsampling: an eps0-DP mechanism run on a random subset that holds a given copy with
     probability q is ln(1 + q (e^eps0 - 1))-DP with respect to that copy."""
-    return math.log1p(q * math.expm1(eps0))
+    eps0, q = check_positive("eps0", eps0, strict=False), check_prob("q", q)
+    if q == 0:
+        return 0.0
+    try:
+        return math.log1p(q * math.expm1(eps0))
+    except OverflowError:  # eps0 > ~709: ln(1 + q (e^eps0 - 1)) = eps0 + ln q to double precision
+        return eps0 + math.log(q)
 
 
 class PrivacyAccountant:
@@ -143,10 +168,8 @@ class PrivacyAccountant:
 
     def __init__(self, eps0: float, q: float, delta: float):
         self.eps0 = check_positive("eps0", eps0)
-        if not 0 < q <= 1:
-            raise ValueError(f"q must lie in (0, 1], got {q!r}")
-        if not 0 < delta < 1:
-            raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+        q = check_prob("q", q, open_min=True)
+        delta = check_prob("delta", delta, open_min=True, open_max=True)
         self.q, self.delta, self.queries = float(q), float(delta), 0
 
     @property
@@ -164,6 +187,7 @@ class PrivacyAccountant:
 def eps0_for_budget(eps_total: float, T: int, q: float, delta: float) -> float:
     "The per-query selection epsilon eps0 at which T queries spend exactly eps_total (bisection on the accountant)."
     eps_total, T = check_positive("eps_total", eps_total), check_int("T", T, 1)
+    PrivacyAccountant(1.0, q, delta)  # checks q and delta
     lo, hi = 0.0, 50.0
     if PrivacyAccountant(hi, q, delta).epsilon(T) < eps_total:
         return hi
@@ -179,6 +203,10 @@ def eps0_for_budget(eps_total: float, T: int, q: float, delta: float) -> float:
 def noisy_max(counts: np.ndarray, eps: float, rng: np.random.Generator) -> int:
     """Report-noisy-max with Gumbel noise of scale 2/eps: the exponential mechanism with utility = count
     (sensitivity 1), so P(i) is proportional to exp(eps * counts[i] / 2) and the choice is eps-DP in the votes."""
+    counts = check_array("counts", counts, ndim=1, min_size=1)  # NaN counts would always report index 0
+    eps = check_positive("eps", eps)
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
     return int(np.argmax(counts + rng.gumbel(0.0, 2.0 / eps, counts.shape[0])))
 
 # %% ../../nbs/algorithms/03_adaptive_sketch.ipynb #74d2a831
@@ -195,12 +223,9 @@ class DPRobustANN:
 
     def __init__(self, points, m: int = 8, k: int = 50, eps: float = 1.0, delta: float = 1e-6,
                  sample_frac: float = 0.2, seed: int = 0, selection: str = "noisy_max"):
-        self.points = np.ascontiguousarray(points, dtype=np.float64)
-        if self.points.ndim != 2 or not np.all(np.isfinite(self.points)):
-            raise ValueError("points must be a finite (n, d) array")
+        self.points = _check_points(points)
         self.m, self.k, self.seed = check_int("m", m, 1), check_int("k", k, 1), check_seed(seed)
-        if not 0 < sample_frac <= 1:
-            raise ValueError(f"sample_frac must lie in (0, 1], got {sample_frac!r}")
+        sample_frac = check_prob("sample_frac", sample_frac, open_min=True)
         if selection not in SELECTIONS:
             raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}, got {selection!r}")
         self.selection, self.sample_frac = selection, float(sample_frac)
@@ -219,6 +244,7 @@ class DPRobustANN:
                    sample_frac: float = 0.2, seed: int = 0) -> "DPRobustANN":
         "The structure whose per-query epsilon makes T queries spend exactly eps_total."
         k = check_int("k", k, 1)
+        sample_frac = check_prob("sample_frac", sample_frac, open_min=True)
         r = min(k, max(1, math.ceil(sample_frac * k)))
         return cls(points, m, k, eps0_for_budget(eps_total, T, r / k, delta), delta, sample_frac, seed)
 
@@ -254,7 +280,14 @@ class LinearSketchAttacker:
     learned direction, where the sketch overstates the distance to p0. Probes and attacks alternate."""
 
     def __init__(self, points, i0: int = 0, i1: int = 1, gamma: float = 0.3, probe_scale: float = 0.5, seed: int = 0):
-        self.points = np.asarray(points, dtype=np.float64)
+        self.points = _check_points(points)
+        if self.points.shape[1] < 2:
+            raise ValueError(f"points must have at least 2 dimensions (probes move orthogonally to the pair), got "
+                             f"{self.points.shape[1]}")
+        i0 = check_int("i0", i0, 0, len(self.points) - 1)
+        i1 = check_int("i1", i1, 0, len(self.points) - 1)
+        if np.array_equal(self.points[i0], self.points[i1]):
+            raise ValueError(f"i1 must name a point other than i0's ({i0}): the target pair must be two distinct points")
         self.p0, self.p1 = self.points[i0], self.points[i1]
         self.i0, self.i1 = i0, i1
         self.v = self.p1 - self.p0
@@ -302,10 +335,20 @@ class ObliviousQueries(LinearSketchAttacker):
         pass
 
 # %% ../../nbs/algorithms/03_adaptive_sketch.ipynb #eaa0818f
+MAX_ROUNDS = 10**6  # queries of one run_game (hours with many copies): more are refused
+
+
 def run_game(ds: SparseDataset, structure, attacker, T: int) -> dict:
     """T rounds: the attacker sends a query, the structure answers, the attacker sees the answer. Returns the
-    c-ANN error (0/1) of every attack query, in order, and the probes' answers."""
-    T = check_int("T", T, 1)
+    c-ANN error (0/1) of every attack query, in order, and the probes' answers. T >= 2: the first query is a
+    probe, so T = 1 has no attack query to score."""
+    if not isinstance(ds, SparseDataset):
+        raise TypeError(f"ds must be a SparseDataset, got {type(ds).__name__}")
+    if not callable(getattr(structure, "query", None)):
+        raise TypeError(f"structure must have a query(q) method, got {type(structure).__name__}")
+    if not (callable(getattr(attacker, "next_query", None)) and callable(getattr(attacker, "observe", None))):
+        raise TypeError(f"attacker must have next_query() and observe(answer), got {type(attacker).__name__}")
+    T = check_int("T", T, 2, MAX_ROUNDS)
     errors, answers = [], []
     for _ in range(T):
         q, kind = attacker.next_query()
@@ -320,6 +363,8 @@ def run_game(ds: SparseDataset, structure, attacker, T: int) -> dict:
 
 def final_error(errors: np.ndarray, frac: float = 0.2) -> float:
     "Error rate over the last `frac` of the attack queries (the state the attacker has reached by the end)."
+    errors = check_array("errors", errors, ndim=1, min_size=1, minimum=0, maximum=1)  # the mean of none is NaN
+    frac = check_prob("frac", frac, open_min=True)
     tail = errors[-max(1, int(round(frac * len(errors)))):]
     return float(tail.mean())
 
@@ -340,6 +385,15 @@ def _grid_k(cfg, i: int, selection: str = "noisy_max") -> int:
     return int(round(cfg["k_min"] * 2 ** (i / cfg["k_steps"])))
 
 
+def _check_cfg(cfg, keys) -> dict:
+    if not isinstance(cfg, dict) or any(k not in cfg for k in keys):
+        raise TypeError(f"cfg must be a dict with {', '.join(keys)} (as in SCALE_CONFIG), got {type(cfg).__name__}")
+    return cfg
+
+
+MAX_COPIES = 10**4  # derived_copies searches k up to this many copies (about 20 s) and refuses a budget that needs more
+
+
 def copies_needed(ds: SparseDataset, cfg: dict, T: int, seed: int, start: int = 0,
                   selection: str = "noisy_max") -> tuple[int, int, dict]:
     """The least k on the grid (`_grid_k`) at which the structure keeps the attack's final error <= target over T
@@ -349,6 +403,10 @@ def copies_needed(ds: SparseDataset, cfg: dict, T: int, seed: int, start: int = 
     assuming the error falls with k. Returns k, its grid index and {k: error} tried."""
     if selection not in ("noisy_max", "majority"):
         raise ValueError(f"selection must be noisy_max or majority, got {selection!r}")
+    if not isinstance(ds, SparseDataset):
+        raise TypeError(f"ds must be a SparseDataset, got {type(ds).__name__}")
+    cfg = _check_cfg(cfg, ("m", "eps_total", "delta", "sample_frac", "gamma", "target", "k_min", "k_steps"))
+    T, seed, start = check_int("T", T, 2), check_seed(seed), check_int("start", start, 0, 10**4)
     tried = {}
     streams = (20, 21) if selection == "noisy_max" else (22, 23)
 
@@ -389,13 +447,23 @@ def copies_needed(ds: SparseDataset, cfg: dict, T: int, seed: int, start: int = 
 def derived_copies(cfg: dict, T: int, beta: float = 0.05) -> int:
     """The least k at which the selection alone is accurate at the fixed budget: r eps0 / 2 >= ln(n / beta), so that
     report-noisy-max puts a unanimous candidate's r votes ahead of n - 1 empty counts with probability about 1 - beta
-    (derived in the chapter; ignores the attack)."""
-    k = 1
-    while True:
-        r = min(k, max(1, math.ceil(cfg["sample_frac"] * k)))
-        if r * eps0_for_budget(cfg["eps_total"], T, r / k, cfg["delta"]) / 2 >= math.log(cfg["n"] / beta):
+    (derived in the chapter; ignores the attack). At most `MAX_COPIES`: a smaller budget is refused up front (the
+    left side grows with k)."""
+    cfg = _check_cfg(cfg, ("sample_frac", "eps_total", "delta", "n"))
+    T, beta = check_int("T", T, 1), check_prob("beta", beta, open_min=True, open_max=True)
+    frac, n = check_prob("cfg['sample_frac']", cfg["sample_frac"], open_min=True), check_int("cfg['n']", cfg["n"], 1)
+    check_positive("cfg['eps_total']", cfg["eps_total"])
+
+    def enough(k):
+        r = min(k, max(1, math.ceil(frac * k)))
+        return r * eps0_for_budget(cfg["eps_total"], T, r / k, cfg["delta"]) / 2 >= math.log(n / beta)
+
+    if not enough(MAX_COPIES):
+        raise ValueError(f"cfg['eps_total'] = {cfg['eps_total']:g} is too small for T = {T}: the selection needs more than "
+                         f"{MAX_COPIES} copies")
+    for k in range(1, MAX_COPIES + 1):
+        if enough(k):
             return k
-        k += 1
 
 # %% ../../nbs/algorithms/03_adaptive_sketch.ipynb #41dc309e
 def experiment(scale: str = "fast", seed: int = 0) -> dict:

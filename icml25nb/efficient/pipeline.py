@@ -22,16 +22,16 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from ..core import (Chapter, Claim, check_int, check_positive, check_scale, check_seed, make_rng, progress,
+from ..core import (Chapter, Claim, check_array, check_int, check_memory, check_positive, check_scale, check_seed, make_rng, progress,
                            register)
 
 # %% auto #0
-__all__ = ['DEFAULT_BANDWIDTH', 'DEFAULT_LATENCY', 'RESERVE', 'SCHEDULES', 'ROUTINGS', 'SCALE_CONFIG', 'CLAIMS', 'CHAPTER',
-           'Profile', 'synthetic_profile', 'pfeife_schedule', 'schedule_order', 'pfeife_schedules', 'Template',
-           'schedule_template', 'plan_weights', 'plan_memory', 'evaluate_plans', 'simulate', 'schedule_times', 'Plan',
-           'plan_even', 'plan_random', 'plan_balanced', 'plan_time_balanced', 'plan_dp', 'min_peak_memory',
-           'plan_search', 'plan_pfeife', 'plan_exhaustive', 'profile_graph', 'contiguous_grad', 'split_graph',
-           'MLPChain', 'SkipMLP', 'run_pipeline', 'bubble_model_time', 'experiment', 'plots']
+__all__ = ['DEFAULT_BANDWIDTH', 'DEFAULT_LATENCY', 'RESERVE', 'SCHEDULES', 'ROUTINGS', 'MAX_NODES', 'MAX_OPS', 'SCALE_CONFIG',
+           'CLAIMS', 'CHAPTER', 'Profile', 'synthetic_profile', 'pfeife_schedule', 'schedule_order', 'pfeife_schedules',
+           'Template', 'schedule_template', 'plan_weights', 'plan_memory', 'evaluate_plans', 'simulate',
+           'schedule_times', 'Plan', 'plan_even', 'plan_random', 'plan_balanced', 'plan_time_balanced', 'plan_dp',
+           'min_peak_memory', 'plan_search', 'plan_pfeife', 'plan_exhaustive', 'profile_graph', 'contiguous_grad',
+           'split_graph', 'MLPChain', 'SkipMLP', 'run_pipeline', 'bubble_model_time', 'experiment', 'plots']
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #4a0b7091
 DEFAULT_BANDWIDTH = 12e9  # bytes/s of a simulated link (about PCIe 4.0 x16 in practice)
@@ -102,6 +102,9 @@ def _check_profile(profile) -> None:
         raise TypeError(f"profile must be a Profile, got {type(profile).__name__}")
 
 
+MAX_NODES = 10**5  # nodes of a synthetic profile (about a second to build; the planners are slower still)
+
+
 def synthetic_profile(kind: str = "transformer", n_nodes: int = 48, seed: int = 0) -> Profile:
     """A profile with the structure of a real model, times jittered by `seed` (lognormal, 15%), parameter and
     activation bytes too (lognormal, 10%, an independent stream):
@@ -113,10 +116,11 @@ def synthetic_profile(kind: str = "transformer", n_nodes: int = 48, seed: int = 
       level: early levels have big activations and few parameters, deep ones the reverse; the skip edges cross stages
       (48 nodes; more are extra middle convolutions);
     - "chain": a sequence of layers with lognormal(0, 0.6) times and widths (no structure at all).
-    Units: seconds and bytes of one micro-batch (2048 tokens or a 64x64 latent, float32)."""
-    if kind not in ("transformer", "unet", "chain"):
+    Units: seconds and bytes of one micro-batch (2048 tokens or a 64x64 latent, float32). At most `MAX_NODES` nodes
+    (a profile is built node by node in Python: 10^9 nodes would run for hours)."""
+    if not isinstance(kind, str) or kind not in ("transformer", "unet", "chain"):
         raise ValueError(f"kind must be 'transformer', 'unet' or 'chain', got {kind!r}")
-    n_nodes = check_int("n_nodes", n_nodes, 8)
+    n_nodes = check_int("n_nodes", n_nodes, 8, MAX_NODES)
     if kind == "unet" and n_nodes < 48:
         raise ValueError(f"n_nodes must be at least 48 for the U-Net (its fixed levels), got {n_nodes}")
     rng = make_rng(check_seed(seed), 7, ("transformer", "unet", "chain").index(kind), n_nodes)
@@ -237,6 +241,17 @@ def _parse_pfeife(schedule) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+MAX_OPS = 10**6  # forward/backward operations (n_stages x n_micro) of a schedule DAG: more are refused up front
+
+
+def _check_ops(n_stages: int, n_micro: int, n_devices: int | None = None) -> None:
+    "Refuse a schedule too large to build (a Python list per operation): n_stages x n_micro at most MAX_OPS."
+    if n_stages * n_micro > MAX_OPS:
+        dev = "" if n_devices is None else f" (n_devices = {n_devices})"
+        raise ValueError(f"n_micro = {n_micro} with n_stages = {n_stages}{dev} is too large: n_stages x n_micro must "
+                         f"be at most {MAX_OPS}")
+
+
 def _check_schedule(schedule: str, n_stages: int, n_devices: int, n_micro: int) -> tuple[str, int, int, int]:
     "Validated (schedule, n_stages, n_devices, n_micro); one-line errors naming the argument."
     lbpf = _parse_pfeife(schedule)
@@ -245,6 +260,7 @@ def _check_schedule(schedule: str, n_stages: int, n_devices: int, n_micro: int) 
     n_devices = check_int("n_devices", n_devices, 1)
     n_stages = check_int("n_stages", n_stages, 1)
     n_micro = check_int("n_micro", n_micro, 1)
+    _check_ops(n_stages, n_micro, n_devices)
     if lbpf is not None:
         if n_stages < n_devices:
             raise ValueError(f"n_stages must be at least n_devices ({n_devices}) for {schedule}, got {n_stages}")
@@ -341,6 +357,7 @@ def pfeife_schedules(n_stages: int, n_devices: int, n_micro: int) -> list[str]:
     loop_batch from D to B (above D only divisors of B) times prefetch_fwd 0..D-1; otherwise loop_batch = B and
     prefetch_fwd 0..D-1 (prefetch_fwd = 0 is 1F1B)."""
     S, D, B = (check_int(k, v, 1) for k, v in (("n_stages", n_stages), ("n_devices", n_devices), ("n_micro", n_micro)))
+    _check_ops(S, B, D)
     if S < D:
         raise ValueError(f"n_stages must be at least n_devices ({D}), got {S}")
     if S > D:
@@ -451,6 +468,7 @@ def schedule_template(schedule, n_stages: int, n_devices: int, n_micro: int, pai
         return _template(s, S, D, B, pairs)
     S, D, B = (check_int(k, v, 1) for k, v in (("n_stages", n_stages), ("n_devices", n_devices),
                                                ("n_micro", n_micro)))
+    _check_ops(S, B, D)
     try:
         key = tuple(tuple((int(s), int(m), bool(f)) for s, m, f in rank) for rank in schedule)
     except (TypeError, ValueError):
@@ -460,9 +478,19 @@ def schedule_template(schedule, n_stages: int, n_devices: int, n_micro: int, pai
     return _template("custom", S, D, B, pairs, key)
 
 # %% ../../nbs/efficient/02_pipeline.ipynb #b323ad17
+def _check_template(template) -> None:
+    if not isinstance(template, Template):
+        raise TypeError(f"template must be a Template (from schedule_template), got {type(template).__name__}")
+
+
 def _check_splits(splits, n: int) -> np.ndarray:
     "Split points as an int64 (P, S-1) array, strictly increasing inside 1..n-1; a ValueError naming `splits`."
-    a = np.asarray(splits)
+    try:
+        a = np.asarray(splits)
+    except (TypeError, ValueError):  # ragged lists
+        raise ValueError("splits must be a rectangular array of integers") from None
+    if a.dtype.kind not in "biuf":
+        raise ValueError(f"splits must be integers (node indices where a new stage starts), got {a.dtype}")
     if a.dtype.kind not in "iu" and not (a.size == 0 or np.all(np.mod(a, 1) == 0)):
         raise ValueError("splits must be integers (node indices where a new stage starts)")
     a = a.astype(np.int64)
@@ -510,6 +538,7 @@ def plan_weights(profile: Profile, splits, template: Template, bandwidth: float 
     forward, their gradients backward); stages on one device exchange tensors for free. `comm=False` is the cost
     model without communication (the control of the chapter's third claim)."""
     _check_profile(profile)
+    _check_template(template)
     if routing not in ROUTINGS:
         raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}; got {routing!r}")
     bandwidth = check_positive("bandwidth", bandwidth)
@@ -553,6 +582,9 @@ def plan_memory(profile: Profile, splits, template: Template, routing: str = "di
     the model input B x on the first stage; plus the largest sum of activations alive while the device runs its
     order (a forward of stage s adds its activation bytes, the backward frees them)."""
     _check_profile(profile)
+    _check_template(template)
+    if routing not in ROUTINGS:
+        raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}; got {routing!r}")
     S, D, B = template.n_stages, template.n_devices, template.n_micro
     sp = _check_splits(splits, profile.n)
     if sp.shape[1] != S - 1:
@@ -654,7 +686,10 @@ def _limit(capacity, n_devices: int) -> np.ndarray | None:
     "Per-device memory limit RESERVE x capacity (None: unlimited); `capacity` is one number or one per device."
     if capacity is None:
         return None
-    cap = np.broadcast_to(np.asarray(capacity, dtype=float), (n_devices,)).copy()
+    cap = check_array("capacity", capacity, ndim=(0, 1), finite=False)
+    if cap.ndim == 1 and cap.shape not in ((1,), (n_devices,)):
+        raise ValueError(f"capacity must be one number or one per device ({n_devices}), got shape {cap.shape}")
+    cap = np.broadcast_to(cap, (n_devices,)).copy()
     if not np.isfinite(cap).all() or (cap <= 0).any():
         raise ValueError("capacity must be positive and finite (bytes per device)")
     return RESERVE * cap
@@ -685,6 +720,8 @@ def plan_random(profile: Profile, n_stages: int, rng: np.random.Generator) -> tu
     S = check_int("n_stages", n_stages, 1)
     if S > profile.n:
         raise ValueError(f"n_stages must be at most the number of nodes ({profile.n}), got {S}")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
     return tuple(int(x) for x in np.sort(rng.choice(np.arange(1, profile.n), S - 1, replace=False)))
 
 
@@ -692,6 +729,7 @@ def _minmax_split(weights, S: int) -> tuple:
     """The contiguous split of nodes with these weights into S stages whose heaviest stage is as light as possible
     (exact, by dynamic programming over prefix sums; ties keep the earliest cut)."""
     n = len(weights)
+    check_memory("profile", 4.0 * (n + 1) ** 2)  # the (n + 1) x (n + 1) stage-weight table
     cw = np.concatenate([[0.0], np.cumsum(weights)])
     a, b = np.arange(n + 1)[:, None], np.arange(n + 1)[None, :]
     w = np.where(b > a, cw[b] - cw[a], np.inf)  # weight of the stage [a, b)
@@ -774,7 +812,9 @@ def plan_dp(profile: Profile, n_devices: int, n_micro: int, schedule: str = "1f1
         raise ValueError(f"schedule must be 'gpipe' or '1f1b' for plan_dp (one stage per device), got {schedule!r}")
     if S > profile.n:
         raise ValueError(f"n_devices must be at most the number of nodes ({profile.n}), got {S}")
+    bandwidth, latency = check_positive("bandwidth", bandwidth), check_positive("latency", latency, strict=False)
     n = profile.n
+    check_memory("profile", 8.0 * D * (n + 1) ** 2)  # the stage tables
     time_t, mem_t = _stage_table(profile, B, D, schedule, bandwidth, latency)
     lim = _limit(capacity, D)
     if lim is not None:
@@ -911,8 +951,17 @@ def plan_search(profile: Profile, n_devices: int, n_micro: int, schedules=("1f1b
     D, B = check_int("n_devices", n_devices, 1), check_int("n_micro", n_micro, 1)
     if isinstance(schedules, str):
         schedules = (schedules,)
-    beam_width, window = check_int("beam_width", beam_width, 1), check_int("window", window, 1)
-    max_iter = check_int("max_iter", max_iter, 0)
+    if not hasattr(schedules, "__iter__") or not len(schedules := tuple(schedules)):
+        raise ValueError(f"schedules must be a non-empty sequence of schedule names, got {schedules!r}")
+    bad = [s for s in schedules if not (isinstance(s, str) and (s in SCHEDULES or _parse_pfeife(s) is not None))]
+    if bad:
+        raise ValueError(f"schedules must hold names of {', '.join(SCHEDULES)} or pfeife_schedule names; got {bad[0]!r}")
+    if stage_counts is not None:
+        if not hasattr(stage_counts, "__iter__"):
+            raise ValueError(f"stage_counts must be a sequence of stage counts or None, got {stage_counts!r}")
+        stage_counts = [check_int("stage_counts", s, 1) for s in stage_counts]
+    beam_width, window = check_int("beam_width", beam_width, 1, 10**4), check_int("window", window, 1, 10**6)
+    max_iter = check_int("max_iter", max_iter, 0, 10**6)
     if invalid not in ("repair", "drop"):
         raise ValueError(f"invalid must be 'repair' or 'drop', got {invalid!r}")
     lim = _limit(capacity, D)
@@ -999,6 +1048,11 @@ def plan_pfeife(profile: Profile, n_devices: int, n_micro: int, capacity=None, s
     fastest plan found, marked invalid. `invalid` is passed to `plan_search` ("drop" is the authors' rule)."""
     _check_profile(profile)
     D, B = check_int("n_devices", n_devices, 1), check_int("n_micro", n_micro, 1)
+    if isinstance(stage_multiples, (str, bytes)) or not hasattr(stage_multiples, "__iter__"):
+        raise ValueError(f"stage_multiples must be a sequence of positive integers, got {stage_multiples!r}")
+    stage_multiples = [check_int("stage_multiples", k, 1) for k in stage_multiples]
+    if not stage_multiples:
+        raise ValueError("stage_multiples must hold at least one multiple of n_devices")
     kw = dict(capacity=capacity, bandwidth=bandwidth, latency=latency, routing=routing, beam_width=beam_width,
               window=window, max_iter=max_iter, invalid=invalid, backend=backend)
     best, fastest, evaluated, tried = None, None, 0, 0
@@ -1019,7 +1073,8 @@ def plan_pfeife(profile: Profile, n_devices: int, n_micro: int, capacity=None, s
             if best is not None and plan.time < last_time and (last_time - plan.time) / last_time < 0.01:
                 break  # the authors' stop: this schedule improved the best by less than 1%
     if fastest is None:
-        raise ValueError(f"the profile has too few nodes ({profile.n}) for {D} stages (stages + 4 <= nodes)")
+        raise ValueError(f"n_devices = {D} is too many: the profile has too few nodes ({profile.n}) for {D} stages "
+                         f"(stages + 4 <= nodes)")
     out = best if best is not None else fastest
     out.evaluated = evaluated
     return out
@@ -1235,9 +1290,12 @@ class MLPChain(nn.Module):
 
     def __init__(self, widths):
         super().__init__()
+        if isinstance(widths, (str, bytes)) or not hasattr(widths, "__iter__"):
+            raise ValueError(f"widths must be a sequence of layer widths, got {widths!r}")
         widths = [check_int("widths", w, 1) for w in widths]
         if len(widths) < 2:
             raise ValueError("widths must list at least an input and an output width")
+        check_memory("widths", 4.0 * sum(a * b for a, b in zip(widths, widths[1:])))
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths, widths[1:]))
 
     def forward(self, x):
@@ -1252,8 +1310,14 @@ class SkipMLP(nn.Module):
 
     def __init__(self, d_in: int = 32, widths=(64, 32, 16), d_out: int = 8):
         super().__init__()
+        if isinstance(widths, (str, bytes)) or not hasattr(widths, "__iter__"):
+            raise ValueError(f"widths must be a sequence of layer widths, got {widths!r}")
         ws = [check_int("widths", w, 1) for w in widths]
+        if not ws:
+            raise ValueError("widths must list at least one hidden width")
         dims = [check_int("d_in", d_in, 1)] + ws
+        check_memory("d_in, widths, d_out",
+                     8.0 * sum(a * b for a, b in zip(dims, dims[1:])) + 4.0 * ws[0] * check_int("d_out", d_out, 1))
         self.enc = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims, dims[1:]))
         self.dec = nn.ModuleList(nn.Linear(ws[i] + ws[i - 1], ws[i - 1]) for i in range(len(ws) - 1, 0, -1))
         self.head = nn.Linear(ws[0], check_int("d_out", d_out, 1))
@@ -1519,6 +1583,16 @@ def bubble_model_time(profile: Profile, plan: Plan, bandwidth: float, latency: f
     bandwidth) for every boundary it sends across (activation forward, gradient back). Stage s runs on device
     s mod D; no dependency graph."""
     _check_profile(profile)
+    if not isinstance(plan, Plan):
+        raise TypeError(f"plan must be a Plan, got {type(plan).__name__}")
+    bandwidth = check_positive("bandwidth", bandwidth)  # 0 divided every transfer: inf / NaN
+    latency = check_positive("latency", latency, strict=False)
+    try:
+        sp = _check_splits(plan.splits, profile.n)
+    except ValueError as e:
+        raise ValueError(f"plan does not fit the profile: {e}") from None
+    if sp.shape != (1, plan.n_stages - 1):
+        raise ValueError(f"plan must have n_stages - 1 = {plan.n_stages - 1} split points, got {sp.shape[1]}")
     S, D, M = plan.n_stages, plan.n_devices, plan.n_micro
     bounds = [0, *plan.splits, profile.n]
     cf = np.concatenate([[0.0], np.cumsum(profile.t_fwd + profile.t_bwd)])

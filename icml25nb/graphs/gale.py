@@ -5,6 +5,7 @@
 # %% ../../nbs/graphs/01_gale.ipynb #a26e4a0a
 from __future__ import annotations
 
+import math
 import time
 
 import networkx as nx
@@ -16,14 +17,15 @@ from scipy.sparse.csgraph import connected_components
 from torch_geometric.nn import GCNConv
 from torch_geometric.utils import dropout_edge
 
-from ..core import Chapter, Claim, check_int, check_positive, check_scale, check_seed, make_rng, progress, register
+from ..core import (Chapter, Claim, check_array, check_int, check_memory, check_positive, check_prob,
+                           check_scale, check_seed, make_rng, progress, register)
 from ..graphdata import (class_features, exact_orbits, graph_csr, linear_probe, motif_graph, node_labels,
                                 partition_purity, refines, role_graph, sbm_graph, to_data, wl_colors)
 from ..kernels.wl import first_occurrence, wl_stable_njit
 from sklearn.cluster import KMeans
 
 # %% auto #0
-__all__ = ['SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'approx_equivalence_classes', 'attribute_classes', 'unify_classes',
+__all__ = ['MAX_EPOCHS', 'SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'approx_equivalence_classes', 'attribute_classes', 'unify_classes',
            'equivalence_classes', 'wl_rounds', 'kmeans_classes', 'random_classes', 'equivalence_loss', 'grace_loss',
            'GCNEncoder', 'augment', 'train_gale', 'train_grace', 'random_encoder', 'time_exponent', 'approx_timings',
            'role_features', 'add_random_edges', 'experiment', 'plots']
@@ -44,7 +46,7 @@ def attribute_classes(X, decimals: int = 0) -> np.ndarray:
     "Attribute-equivalence classes (first-occurrence ids): nodes whose feature rows agree after rounding to `decimals`."
     if hasattr(X, "detach"):
         X = X.detach().cpu().numpy()
-    X = np.asarray(X, dtype=np.float64)
+    X = check_array("X", X, finite=False)
     if X.ndim != 2 or X.shape[0] == 0:
         raise ValueError(f"X must be a non-empty 2-D array (n, d), got shape {X.shape}")
     if not np.isfinite(X).all():
@@ -58,7 +60,8 @@ def attribute_classes(X, decimals: int = 0) -> np.ndarray:
 
 def unify_classes(structural, attribute) -> np.ndarray:
     "The join of two partitions of the same nodes: connected components of 'same structural or same attribute class'."
-    s, a = np.asarray(structural), np.asarray(attribute)
+    s = check_array("structural", structural, dtype=np.int64)
+    a = check_array("attribute", attribute, dtype=np.int64)
     if s.ndim != 1 or s.size == 0:
         raise ValueError(f"structural must be a non-empty 1-D array, got shape {s.shape}")
     if a.shape != s.shape:
@@ -95,7 +98,7 @@ def kmeans_classes(X, k: int, seed: int = 0) -> np.ndarray:
     `k` fixed beforehand. A stand-in for exact attribute equality where no two feature rows are equal."""
     if hasattr(X, "detach"):
         X = X.detach().cpu().numpy()
-    X = np.asarray(X, dtype=np.float64)
+    X = check_array("X", X, finite=False)
     if X.ndim != 2 or X.shape[0] == 0 or not np.isfinite(X).all():
         raise ValueError(f"X must be a non-empty finite 2-D array (n, d), got shape {X.shape}")
     k = check_int("k", k, 1)
@@ -108,7 +111,7 @@ def kmeans_classes(X, k: int, seed: int = 0) -> np.ndarray:
 def random_classes(classes, seed: int = 0) -> np.ndarray:
     """The control's classes: `classes` permuted over the nodes (first-occurrence ids), so the number and sizes of the
     classes are kept and which nodes share a class is random."""
-    c = np.asarray(classes)
+    c = check_array("classes", classes, dtype=np.int64)
     if c.ndim != 1 or c.size == 0:
         raise ValueError(f"classes must be a non-empty 1-D array, got shape {c.shape}")
     return first_occurrence(c[make_rng(check_seed(seed), 12).permutation(len(c))].astype(np.int64))
@@ -117,8 +120,12 @@ def random_classes(classes, seed: int = 0) -> np.ndarray:
 def _check_views(z) -> torch.Tensor:
     if not isinstance(z, torch.Tensor):
         raise TypeError(f"z must be a torch tensor of shape (2, n, d), got {type(z).__name__}")
-    if z.ndim != 3 or z.shape[0] != 2 or z.shape[1] < 2:
+    if z.ndim != 3 or z.shape[0] != 2 or z.shape[1] < 2 or z.shape[2] < 1:
         raise ValueError(f"z must have shape (2, n, d) with n >= 2 (the two views), got {tuple(z.shape)}")
+    if not z.is_floating_point():
+        raise TypeError(f"z must be a floating-point tensor, got {z.dtype}")
+    if not bool(torch.isfinite(z).all()):
+        raise ValueError("z must be finite (found NaN or inf)")
     return z
 
 
@@ -128,21 +135,20 @@ def equivalence_loss(z: torch.Tensor, classes, tau: float = 0.5, parts: bool = F
     anchors. `parts=True` returns (intra, inter)."""
     z = _check_views(z)
     tau = check_positive("tau", tau)
-    c = torch.as_tensor(np.asarray(classes), dtype=torch.long)
     n = z.shape[1]
-    if c.shape != (n,):
-        raise ValueError(f"classes must have one entry per node ({n}), got shape {tuple(c.shape)}")
+    c = torch.as_tensor(check_array("classes", classes, shape=(n,), dtype=np.int64), dtype=torch.long)
     h = F.normalize(z, dim=-1)
     same = c[:, None] == c[None, :]
     eye = torch.eye(n, dtype=torch.bool)
     intra, inter = 0.0, 0.0
-    pos = torch.cat([same, same & ~eye], 1).to(z.dtype)
-    cand = torch.cat([torch.ones(n, n), (~eye).to(z.dtype)], 1)
+    pos = torch.cat([same, same & ~eye], 1)
+    cand = torch.cat([torch.ones(n, n, dtype=torch.bool), ~eye], 1)
     for a, b in ((h[0], h[1]), (h[1], h[0])):
-        # cosines lie in [-1, 1], so exp(S) cannot overflow for any tau that float32 can hold
-        E = torch.exp(torch.cat([a @ b.T, a @ a.T], 1) / tau) * cand  # other view | same view (self excluded)
-        intra = intra - torch.log((E * pos).sum(1)).mean() / 2
-        inter = inter + torch.log(E.sum(1)).mean() / 2
+        # S / tau reaches 1 / tau, which overflows exp for a small tau (0.0112 in float32): log-sum-exp over the
+        # allowed entries (the others masked to -inf) instead of log(sum(exp))
+        S = torch.cat([a @ b.T, a @ a.T], 1) / tau  # other view | same view (self excluded)
+        intra = intra - torch.logsumexp(S.masked_fill(~pos, -math.inf), 1).mean() / 2
+        inter = inter + torch.logsumexp(S.masked_fill(~cand, -math.inf), 1).mean() / 2
     return (intra, inter) if parts else intra + inter
 
 
@@ -152,9 +158,12 @@ def grace_loss(z: torch.Tensor, tau: float = 0.5) -> torch.Tensor:
     tau = check_positive("tau", tau)
     u, v = F.normalize(z[0], dim=-1), F.normalize(z[1], dim=-1)
 
+    eye = torch.eye(z.shape[1], dtype=torch.bool)
+
     def semi(a, b):
-        refl, btw = torch.exp(a @ a.T / tau), torch.exp(a @ b.T / tau)
-        return -torch.log(btw.diag() / (refl.sum(1) + btw.sum(1) - refl.diag()))
+        # log-sum-exp: exp(cosine / tau) overflows for a small tau (0.0112 in float32, 0.001 in float64)
+        refl, btw = a @ a.T / tau, a @ b.T / tau
+        return torch.logsumexp(torch.cat([refl.masked_fill(eye, -math.inf), btw], 1), 1) - btw.diag()
     return 0.5 * (semi(u, v) + semi(v, u)).mean()
 
 # %% ../../nbs/graphs/01_gale.ipynb #9b15f9ef
@@ -166,6 +175,7 @@ class GCNEncoder(torch.nn.Module):
         in_dim, hidden, out = check_int("in_dim", in_dim, 1), check_int("hidden", hidden, 1), check_int("out", out, 1)
         layers = check_int("layers", layers, 1)
         dims = [in_dim] + [hidden] * (layers - 1) + [out]
+        check_memory("in_dim, hidden, out, layers", 4.0 * (sum(a * b for a, b in zip(dims, dims[1:])) + 2 * out * out))
         self.convs = torch.nn.ModuleList(GCNConv(a, b) for a, b in zip(dims[:-1], dims[1:]))
         self.acts = torch.nn.ModuleList(torch.nn.PReLU(b) for b in dims[1:])
         self.head = torch.nn.Sequential(torch.nn.Linear(out, out), torch.nn.ELU(), torch.nn.Linear(out, out))
@@ -181,6 +191,12 @@ class GCNEncoder(torch.nn.Module):
 
 def augment(x: torch.Tensor, edge_index: torch.Tensor, p_edge: float, p_feat: float):
     "GRACE's augmentation: drop each edge with probability `p_edge`, zero each feature column with `p_feat`."
+    p_edge, p_feat = check_prob("p_edge", p_edge), check_prob("p_feat", p_feat)
+    if not isinstance(x, torch.Tensor) or x.ndim != 2 or not x.is_floating_point():
+        raise TypeError(f"x must be a float tensor (n, d), got {getattr(x, 'shape', type(x).__name__)}")
+    if not isinstance(edge_index, torch.Tensor) or edge_index.ndim != 2 or edge_index.shape[0] != 2 \
+            or edge_index.is_floating_point():
+        raise TypeError(f"edge_index must be an integer tensor (2, m), got {getattr(edge_index, 'shape', type(edge_index).__name__)}")
     ei, _ = dropout_edge(edge_index, p=p_edge, force_undirected=True)
     keep = (torch.rand(x.shape[1]) >= p_feat).to(x.dtype)
     return x * keep, ei
@@ -192,10 +208,13 @@ def _check_data(data):
     return data
 
 
+MAX_EPOCHS = 10**6  # training epochs of train_gale / train_grace (days on a CPU): more are refused
+
+
 def _fit(data, loss_fn, epochs: int, lr: float, seed: int, hidden: int, out: int, layers: int):
     "Train a GCNEncoder on two augmented views with `loss_fn(z)`; embeddings (numpy) of the full graph, losses."
     data = _check_data(data)
-    epochs, seed = check_int("epochs", epochs, 0), check_seed(seed)
+    epochs, seed = check_int("epochs", epochs, 0, MAX_EPOCHS), check_seed(seed)
     lr = check_positive("lr", lr)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -220,7 +239,7 @@ def train_gale(data, classes, epochs: int = 60, lr: float = 0.01, tau: float = 0
                hidden: int = 64, out: int = 32, layers: int = 3):
     "GALE: train a GCN with the equivalence loss over `classes`; (embeddings (n, out), loss per epoch)."
     data = _check_data(data)
-    c = np.asarray(classes)
+    c = check_array("classes", classes, dtype=np.int64)
     if c.shape != (data.x.shape[0],):
         raise ValueError(f"classes must have one entry per node ({data.x.shape[0]}), got shape {c.shape}")
     return _fit(data, lambda z: equivalence_loss(z, c, tau), epochs, lr, seed, hidden, out, layers)
@@ -239,7 +258,7 @@ def random_encoder(data, seed: int = 0, hidden: int = 64, out: int = 32, layers:
 # %% ../../nbs/graphs/01_gale.ipynb #0c1e65d2
 def time_exponent(sizes, times) -> float:
     "Slope b of the least-squares fit log(times) = a + b log(sizes)."
-    s, t = np.asarray(sizes, dtype=float), np.asarray(times, dtype=float)
+    s, t = check_array("sizes", sizes, finite=False), check_array("times", times, finite=False)
     if s.ndim != 1 or s.shape != t.shape or len(s) < 2:
         raise ValueError(f"sizes and times must be 1-D of the same length >= 2, got {s.shape} and {t.shape}")
     if (s <= 0).any() or (t <= 0).any() or not (np.isfinite(s).all() and np.isfinite(t).all()):
@@ -264,12 +283,13 @@ def _timing_graph(n_base: int, seed: int) -> nx.Graph:
 def approx_timings(n_bases=(100, 200, 400, 800), repeats: int = 3, seed: int = 0) -> dict:
     """Edges, approximation times and exact-orbit times on motif graphs with `n_bases` tree nodes (best of `repeats`),
     and the approximation's deterministic cost: stable-WL rounds and operations rounds x (nodes + edges)."""
-    repeats = check_int("repeats", repeats, 1)
+    repeats = check_int("repeats", repeats, 1, 1000)
+    n_bases = [check_int("n_bases", nb, 2, 10**5) for nb in np.atleast_1d(np.asarray(n_bases, dtype=object))]
     approx_equivalence_classes(_timing_graph(10, seed))  # compile the WL kernel outside the clock
     exact_orbits(_timing_graph(10, seed))
     m, ta, te, ops, rounds = [], [], [], [], []
     for nb in n_bases:
-        G = _timing_graph(check_int("n_bases", nb, 2), seed)
+        G = _timing_graph(nb, seed)
         m.append(G.number_of_edges())
         rounds.append(wl_rounds(G))
         ops.append(rounds[-1] * (G.number_of_nodes() + G.number_of_edges()))
@@ -297,6 +317,7 @@ SCALE_CONFIG = {
 def role_features(n: int, noise_dim: int = 7, seed: int = 0) -> np.ndarray:
     "Features without role information: a constant column and `noise_dim` columns of N(0, 1) noise (float32)."
     n, noise_dim = check_int("n", n, 1), check_int("noise_dim", noise_dim, 0)
+    check_memory("n x noise_dim", 2.0 * n * (noise_dim + 1))
     noise = make_rng(check_seed(seed), 7).standard_normal((n, noise_dim))
     return np.concatenate([np.ones((n, 1)), noise], 1).astype(np.float32)
 

@@ -15,16 +15,16 @@ import numpy as np
 import torch
 from scipy.optimize import minimize, nnls
 
-from ..core import (Chapter, Claim, check_finite, check_int, check_positive, check_scale, check_seed, make_rng,
-                           progress, register)
+from ..core import (Chapter, Claim, check_array, check_finite, check_int, check_memory, check_positive, check_prob,
+                           check_scale, check_seed, make_rng, progress, register)
 from ..tinylm import SCHEDULES
 
 # %% auto #0
-__all__ = ['METHODS', 'THEORY_EXPONENT', 'BETA', 'CLAIMS', 'CHAPTER', 'Objective', 'abs_well', 'abs_ridge', 'min_norm_point',
-           'sample_ball', 'goldstein_norm', 'averaging_coefficient', 'sf_step', 'sf_sgd', 'ScheduleFreeSGD',
-           'compare_with_schedulefree', 'DiscountedOGD', 'o2nc', 'schedule_free_as_o2nc', 'stationarity_runs',
-           'fitted_exponent', 'envelope_exponent', 'multiclass_hinge', 'init_mlp', 'train_ensemble', 'noisy_digits',
-           'experiment', 'plots']
+__all__ = ['MAX_WORK', 'METHODS', 'THEORY_EXPONENT', 'BETA', 'CLAIMS', 'CHAPTER', 'Objective', 'abs_well', 'abs_ridge',
+           'min_norm_point', 'sample_ball', 'goldstein_norm', 'averaging_coefficient', 'sf_step', 'sf_sgd',
+           'ScheduleFreeSGD', 'compare_with_schedulefree', 'DiscountedOGD', 'o2nc', 'schedule_free_as_o2nc',
+           'stationarity_runs', 'fitted_exponent', 'envelope_exponent', 'multiclass_hinge', 'init_mlp',
+           'train_ensemble', 'noisy_digits', 'experiment', 'plots']
 
 # %% ../../nbs/optim/04_schedulefree.ipynb #ba8cc213
 @dataclass(frozen=True)
@@ -93,11 +93,9 @@ def min_norm_point(G, method: str = "nnls") -> np.ndarray:
         f = np.zeros(d + 1)
         f[-1] = 1.0
         lam, _ = nnls(E, f, maxiter=50 * m)
-        r = E @ lam - f
-        if abs(r[-1]) < 1e-12 or np.linalg.norm(r) < 1e-12:
-            return np.zeros(d)  # the constraints g_i'u >= 1 are infeasible: 0 is in the hull
-        u = -r[:-1] / r[-1]
-        return scale * u / (u @ u)
+        # at the optimum lam = t lam* (lam* the hull weights of p, t = 1 / (1 + |p|^2)), so p = G'lam / sum(lam):
+        # scale-free, where u = -r[:-1] / r[-1] divides by r[-1] = -|p|^2 / (1 + |p|^2), lost below |p| ~ 1e-8
+        return scale * (Gs.T @ (lam / lam.sum()))
     Q = Gs @ Gs.T
     res = minimize(lambda l: l @ Q @ l, np.full(m, 1.0 / m), jac=lambda l: 2.0 * (Q @ l), method="SLSQP",
                    bounds=[(0.0, 1.0)] * m,
@@ -109,6 +107,13 @@ def min_norm_point(G, method: str = "nnls") -> np.ndarray:
 
 def sample_ball(x, delta: float, n: int, rng: np.random.Generator) -> np.ndarray:
     "`n` points uniform in the Euclidean ball of radius `delta` around `x`."
+    x = check_finite("x", x)
+    if x.ndim != 1 or x.size == 0:
+        raise ValueError(f"x must be a non-empty 1-D array, got shape {x.shape}")
+    delta, n = check_positive("delta", delta, strict=False), check_int("n", n, 0)
+    check_memory("n", float(n) * x.size)
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
     d = len(x)
     u = rng.standard_normal((n, d))
     u /= np.linalg.norm(u, axis=1, keepdims=True)
@@ -126,6 +131,7 @@ def goldstein_norm(grad_fn: Callable, x, delta: float, n_samples: int = 32, seed
         raise ValueError(f"x must be a non-empty 1-D array, got shape {x.shape}")
     delta = check_positive("delta", delta, strict=False)
     n_samples = check_int("n_samples", n_samples, 0)
+    check_memory("n_samples", 2.0 * n_samples * x.size)
     seed = check_seed(seed)
     pts = np.vstack([x[None], sample_ball(x, delta, n_samples, make_rng(seed))]) if n_samples else x[None]
     G = np.stack([np.asarray(grad_fn(p), dtype=float) for p in pts])
@@ -164,6 +170,7 @@ def averaging_coefficient(k: int, c="uniform") -> float:
 def sf_step(y, z, x, grad, lr, beta: float, c):
     r"""One schedule-free SGD step from the gradient taken at $y$ (works on NumPy arrays and torch tensors, `lr` may
     broadcast): $z\leftarrow z-\gamma g$, $x\leftarrow(1-c)x+cz$, $y\leftarrow\beta x+(1-\beta)z$. Returns (y, z, x)."""
+    beta = _check_beta(beta)
     z = z - lr * grad
     x = (1 - c) * x + c * z
     return beta * x + (1 - beta) * z, z, x
@@ -174,10 +181,13 @@ def sf_sgd(grad_fn: Callable, x0, T: int, lr: float, beta: float = 0.9, c="unifo
     r"""Schedule-free SGD (the NumPy reference): T steps from `x0` with gradients $\nabla F(y_k)+\sigma\xi_k$,
     $\xi_k\sim N(0,I)$ from `make_rng(seed)`. Returns the iterates: `x` ($x_0..x_T$), `z` ($z_0..z_T$) and `y`
     ($y_0..y_{T-1}$, the points where gradients were taken)."""
+    if not callable(grad_fn):
+        raise TypeError(f"grad_fn must be callable, got {type(grad_fn).__name__}")
     x0 = check_finite("x0", x0)
-    if x0.ndim != 1:
-        raise ValueError(f"x0 must be a 1-D array, got shape {x0.shape}")
+    if x0.ndim != 1 or x0.size == 0:
+        raise ValueError(f"x0 must be a non-empty 1-D array, got shape {x0.shape}")
     T = check_int("T", T, 1)
+    check_memory("T", 3.0 * (T + 1) * x0.size)
     lr = check_positive("lr", lr)
     beta, c = _check_beta(beta), _check_c(c)
     noise = check_positive("noise", noise, strict=False)
@@ -268,7 +278,7 @@ class ScheduleFreeSGD(torch.optim.Optimizer):
 # %% ../../nbs/optim/04_schedulefree.ipynb #4091eed6
 def compare_with_schedulefree(steps: int = 30, warmup: int = 5, seed: int = 0) -> float | None:
     "Largest parameter gap (at y and at x) between ScheduleFreeSGD and schedulefree.SGDScheduleFree; None if absent."
-    steps, warmup, seed = check_int("steps", steps, 1), check_int("warmup", warmup, 0), check_seed(seed)
+    steps, warmup, seed = check_int("steps", steps, 1, 10**5), check_int("warmup", warmup, 0), check_seed(seed)
     try:
         import schedulefree
     except ImportError:  # optional: the reference implementation, for this check only
@@ -301,6 +311,7 @@ class DiscountedOGD:
 
     def __init__(self, dim: int, lr, discount=1.0, radius: float | None = None):
         self.dim = check_int("dim", dim, 1)
+        check_memory("dim", 2.0 * self.dim)
         for name, v in (("lr", lr), ("discount", discount)):
             if not callable(v):
                 check_positive(name, v, strict=(name == "lr"))
@@ -315,6 +326,8 @@ class DiscountedOGD:
 
     def update(self, g: np.ndarray, t: int) -> None:
         "Receive the loss gradient $g_t$ of round t."
+        g = check_array("g", g, shape=(self.dim,))  # a (d, d) gradient would broadcast the increment to (d, d)
+        t = check_int("t", t, 1)
         d = self.discount(t) * self.delta - self.lr(t) * g
         if self.radius is not None:
             n = np.linalg.norm(d)
@@ -335,7 +348,10 @@ def o2nc(grad_fn: Callable, x0, learner, T: int, interpolation="uniform", noise:
         raise ValueError(f"x0 must be a 1-D array, got shape {x0.shape}")
     if not (hasattr(learner, "play") and hasattr(learner, "update")):
         raise TypeError("learner must have play(t) and update(g, t) methods")
+    if x0.size == 0:
+        raise ValueError("x0 must be a non-empty 1-D array")
     T = check_int("T", T, 1)
+    check_memory("T", 2.0 * (T + 1) * x0.size)
     if not (interpolation == "uniform" or callable(interpolation)):
         raise ValueError(f"interpolation must be 'uniform' or a function of t, got {interpolation!r}")
     noise = check_positive("noise", noise, strict=False)
@@ -365,6 +381,9 @@ def schedule_free_as_o2nc(dim: int, lr: float, beta: float = 0.9, c="uniform"):
     return learner, interpolation
 
 # %% ../../nbs/optim/04_schedulefree.ipynb #0d363130
+MAX_WORK = 1e11  # gradient entries of one stationarity_runs call (hours of NumPy): more are refused
+
+
 def stationarity_runs(objective: Objective, method: str, lrs, horizons, replicas: int = 32, dim: int = 5,
                       noise: float = 1.0, beta: float = 0.9, c_scale: float = 1.0, T0: int | None = None,
                       seed: int = 0) -> np.ndarray:
@@ -379,11 +398,22 @@ def stationarity_runs(objective: Objective, method: str, lrs, horizons, replicas
     lrs = check_finite("lrs", lrs)
     if lrs.ndim != 1 or lrs.size == 0 or np.any(lrs <= 0):
         raise ValueError("lrs must be a non-empty 1-D array of positive numbers")
+    if isinstance(horizons, (str, bytes)) or not hasattr(horizons, "__iter__"):
+        raise ValueError(f"horizons must be a list of step counts, got {horizons!r}")
     horizons = [check_int("horizons", T, 1) for T in horizons]
     if not horizons or sorted(horizons) != horizons:
         raise ValueError(f"horizons must be a non-empty increasing list, got {horizons}")
     replicas, dim = check_int("replicas", replicas, 1), check_int("dim", dim, 1)
     T0 = horizons[0] if T0 is None else check_int("T0", T0, 1)
+    if not isinstance(objective, Objective):
+        raise TypeError(f"objective must be an Objective (abs_well(), abs_ridge()), got {type(objective).__name__}")
+    noise, c_scale = check_positive("noise", noise, strict=False), check_positive("c_scale", c_scale)
+    beta = _check_beta(beta)
+    check_memory("replicas x dim", 4.0 * len(lrs) * len(horizons) * replicas * dim)
+    work = float(len(lrs)) * replicas * dim * (horizons[-1] if method == "sgd" else sum(horizons))
+    if work > MAX_WORK:
+        raise ValueError(f"horizons are too long for {len(lrs)} learning rates x {replicas} replicas x {dim} "
+                         f"dimensions: {work:.3g} gradient entries, more than {MAX_WORK:g}")
     rng = make_rng(check_seed(seed))
     x0 = rng.uniform(-0.5, 0.5, (replicas, dim))
     G = lrs[:, None, None]
@@ -441,6 +471,13 @@ def envelope_exponent(horizons, curves, lrs) -> tuple[list, list, float]:
 def multiclass_hinge(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     r"""Mean multiclass hinge loss $\frac1C\sum_{j\ne y}\max(0,1-o_y+o_j)$ over the last two axes (as
     `torch.nn.MultiMarginLoss`), one value per leading index: nonsmooth."""
+    if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.ndim < 2 or out.shape[-1] < 1:
+        raise TypeError(f"out must be a float tensor (..., batch, classes), got {getattr(out, 'shape', type(out).__name__)}")
+    if not isinstance(y, torch.Tensor) or y.is_floating_point() or y.shape != out.shape[:-1]:
+        raise ValueError(f"y must be an integer tensor of shape {tuple(out.shape[:-1])}, got "
+                         f"{getattr(y, 'shape', type(y).__name__)}")
+    if y.numel() and (int(y.min()) < 0 or int(y.max()) >= out.shape[-1]):
+        raise ValueError(f"y must hold classes in [0, {out.shape[-1]}), got [{int(y.min())}, {int(y.max())}]")
     corr = out.gather(-1, y.unsqueeze(-1))
     return ((1 - corr + out).clamp_min(0).sum(-1) - 1).mean(-1) / out.shape[-1]
 
@@ -457,6 +494,10 @@ def _forward(params, x):
 def init_mlp(sizes, seed: int) -> list:
     "Weights (in, out) and biases of a ReLU MLP, uniform(+-1/sqrt(in)) weights and zero biases, from `seed`."
     g = torch.Generator().manual_seed(check_seed(seed))
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__len__") or len(sizes) < 2:
+        raise ValueError(f"sizes must be a sequence of at least 2 layer widths, got {sizes!r}")
+    sizes = [check_int("sizes", s, 1) for s in sizes]
+    check_memory("sizes", 4.0 * sum(a * b for a, b in zip(sizes[:-1], sizes[1:])))
     params = []
     for a, b in zip(sizes[:-1], sizes[1:]):
         params += [(torch.rand(a, b, generator=g) * 2 - 1) / math.sqrt(a), torch.zeros(b)]
@@ -472,20 +513,31 @@ def train_ensemble(X, Y, lrs, T: int, batch_size: int = 16, hidden: int = 32, be
     same minibatches from the same initialisation: SGD with the tiny-LM block's constant / cosine / WSD schedules
     for horizon T, and schedule-free SGD (`sf_step`, $c_k=1/k$, evaluated at $x$). Returns the full-data loss of
     every run at `n_evals` evenly spaced steps: `loss` (len(methods), len(lrs), n_evals) and `steps`."""
-    X = torch.as_tensor(check_finite("X", X), dtype=torch.float32)
-    Y = torch.as_tensor(np.asarray(Y), dtype=torch.long)
-    if X.ndim != 2 or Y.shape != (len(X),):
+    X = torch.as_tensor(check_array("X", X, ndim=2, min_size=1), dtype=torch.float32)
+    # class labels 0..C-1: -1 (a torch index error) and 1.7 (silently truncated to 1) are refused here
+    Y = torch.as_tensor(check_array("Y", Y, dtype=np.int64, minimum=0, maximum=10**6))
+    if Y.shape != (len(X),):
         raise ValueError(f"X must be (n, features) and Y (n,), got {tuple(X.shape)} and {tuple(Y.shape)}")
+    if isinstance(lrs, (str, bytes)) or not hasattr(lrs, "__iter__"):
+        raise TypeError(f"lrs must be a sequence of learning rates, got {type(lrs).__name__}")
     lrs = [check_positive("lrs", lr) for lr in lrs]
+    if not lrs:
+        raise ValueError("lrs must hold at least one learning rate")
     T, batch_size, hidden = check_int("T", T, 1), check_int("batch_size", batch_size, 1), check_int("hidden", hidden, 1)
     n_evals = check_int("n_evals", n_evals, 1)
     if T % n_evals:
         raise ValueError(f"T={T} must be a multiple of n_evals={n_evals}")
     beta = _check_beta(beta)
+    if isinstance(methods, str):
+        methods = (methods,)
+    if not hasattr(methods, "__iter__"):
+        raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {methods!r}")
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {methods}")
     M, L, n, C = len(methods), len(lrs), len(X), int(Y.max()) + 1
+    check_memory("T x batch_size", float(T) * batch_size)  # the minibatch indices
+    check_memory("hidden", float(M * L) * 4 * (X.shape[1] * hidden + hidden * hidden + hidden * C + n * max(hidden, C)))
     E = M * L
     sizes = [X.shape[1], hidden, hidden, C]
     y_params = [p.expand(E, *p.shape).clone().requires_grad_() for p in init_mlp(sizes, seed)]
@@ -521,8 +573,7 @@ def train_ensemble(X, Y, lrs, T: int, batch_size: int = 16, hidden: int = 32, be
 def noisy_digits(label_noise: float = 0.2, seed: int = 0):
     "scikit-learn's bundled digits (1797 x 64), standardised, with a fraction `label_noise` of labels redrawn at random."
     from sklearn.datasets import load_digits
-    if not 0 <= label_noise <= 1:
-        raise ValueError(f"label_noise must lie in [0, 1], got {label_noise!r}")
+    label_noise = check_prob("label_noise", label_noise)
     X, y = load_digits(return_X_y=True)
     X = (X - X.mean(0)) / (X.std(0) + 1e-8)
     rng = make_rng(check_seed(seed), 2)

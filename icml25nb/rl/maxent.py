@@ -17,14 +17,15 @@ from scipy.optimize import brentq
 from scipy.special import logsumexp
 
 from ..control import SAC, TD3, Agent, TwinQ, _adam, _frozen_copy, _requires_grad, _soft_update, evaluate, train
-from ..core import Chapter, Claim, check_int, check_scale, check_seed, register
+from ..core import Chapter, Claim, check_array, check_float, check_int, check_memory, check_scale, check_seed, register
 from ..kernels import softvi as SV
 
 # %% auto #0
-__all__ = ['CLAIMS', 'CHAPTER', 'soft_values', 'alpha_star', 'alpha_star_approx', 'bifurcation_mdp', 'soft_value_iteration',
-           'p_wide', 'switch_point', 'ContinuousBifurcationEnv', 'PrecisionCorridorEnv', 'ToyExampleEnv',
-           'toy_example_alpha_star', 'corridor_mdp', 'corridor_stay_prob', 'SACAdaEnt', 'corridor_alpha_c',
-           'best_tanh_gaussian', 'first_action', 'branch_probability', 'corridor_failure_rate', 'experiment', 'plots']
+__all__ = ['MAX_BINS', 'MAX_VI_WORK', 'CLAIMS', 'CHAPTER', 'soft_values', 'alpha_star', 'alpha_star_approx', 'bifurcation_mdp',
+           'soft_value_iteration', 'p_wide', 'switch_point', 'ContinuousBifurcationEnv', 'PrecisionCorridorEnv',
+           'ToyExampleEnv', 'toy_example_alpha_star', 'corridor_mdp', 'corridor_stay_prob', 'SACAdaEnt',
+           'corridor_alpha_c', 'best_tanh_gaussian', 'first_action', 'branch_probability', 'corridor_failure_rate',
+           'experiment', 'plots']
 
 # %% ../../nbs/rl/02_maxent.ipynb #a62ee6ec
 def _check_pos(name, x, allow_zero=False):
@@ -35,7 +36,7 @@ def _check_pos(name, x, allow_zero=False):
 
 
 def _check_center(center, width, what="interval"):
-    center = float(center)
+    center = check_float("center", center)
     if not (-1 + width / 2 <= center <= 1 - width / 2):
         raise ValueError(f"center must keep the {what} inside [-1, 1], got {center}")
     return center
@@ -57,6 +58,8 @@ def soft_values(R_high: float, R_mid: float, width: float, alpha: float) -> tupl
     alpha = _check_pos("alpha", alpha, True)
     if alpha == 0:
         return R_high, R_mid
+    if not math.isfinite(R_high / alpha):  # a tiny alpha overflows R_high / alpha: exp(-R_high / alpha) is 0 there
+        return R_high + alpha * math.log(width), R_mid + alpha * math.log(2.0)
     v_n = alpha * logsumexp([R_high / alpha, 0.0], b=[width, 2.0 - width])
     return float(v_n), R_mid + alpha * math.log(2.0)
 
@@ -81,15 +84,20 @@ def alpha_star_approx(R_high: float, R_mid: float, width: float) -> float:
     return (R_high - R_mid) / math.log(2.0 / width)
 
 # %% ../../nbs/rl/02_maxent.ipynb #98fac19e
+MAX_BINS = 10**7  # action bins of a tabular MDP: bifurcation_mdp and corridor_mdp refuse more
+
+
 def bifurcation_mdp(R_high: float, R_mid: float, width: float, n_bins: int = 2000, center: float = 0.0,
                     stages: int = 1) -> dict:
     """The entropy bifurcation as a deterministic tabular MDP with `n_bins` action bins on [-1, 1] (log-measure
     log(2 / n_bins) each). State 0: the start, a < 0 enters the narrow branch (states 1..stages), a >= 0 the wide one
     (states stages+1..2 stages), reward 0. Each narrow stage pays R_high on the bins inside
     [center - width/2, center + width/2] and 0 elsewhere; each wide stage pays R_mid for every bin. The interval's ends
-    must fall on bin edges (it is a whole number of bins)."""
+    must fall on bin edges (it is a whole number of bins). At most `MAX_BINS` bins (a larger table does not fit the
+    time or memory of a soft value iteration)."""
     R_high, R_mid, width = _check_bifurcation(R_high, R_mid, width)
-    n_bins, L = check_int("n_bins", n_bins, 2), check_int("stages", stages, 1)
+    n_bins, L = check_int("n_bins", n_bins, 2, MAX_BINS), check_int("stages", stages, 1)
+    check_memory("stages", 16.0 * (2 * L + 1) * n_bins)
     if n_bins % 2:
         raise ValueError(f"n_bins must be even (half the bins lead to each branch), got {n_bins}")
     center = _check_center(center, width)
@@ -111,28 +119,62 @@ def bifurcation_mdp(R_high: float, R_mid: float, width: float, n_bins: int = 200
             "narrow": 1, "wide": L + 1, "stages": L}
 
 # %% ../../nbs/rl/02_maxent.ipynb #19ec414c
+MAX_VI_WORK = 1e11  # n_iter x states x actions of one soft value iteration (minutes of the njit kernel)
+
+
 def soft_value_iteration(P, R, alpha: float, gamma: float = 1.0, n_iter: int = 100, log_mu=None,
                          backend: str = "njit") -> tuple[np.ndarray, np.ndarray]:
     """Soft value iteration on a deterministic MDP (`P[s, a]` the successor state, -1 where the episode ends):
     returns (V, pi) with pi(a|s) = mu_a exp((Q(s,a) - V(s)) / alpha) (alpha = 0: the greedy policy, ties split)."""
     if backend not in ("njit", "numpy", "cuda"):
         raise ValueError(f"backend must be 'njit', 'numpy' or 'cuda', got {backend!r}")
-    R = np.asarray(R, dtype=np.float64)
+    R = check_array("R", R, ndim=2, min_size=1)
+    P = check_array("P (nxt, the successor table)", P, shape=R.shape, dtype=np.int64, minimum=-1,
+                    maximum=R.shape[0] - 1)
+    alpha, gamma = check_float("alpha", alpha, 0.0), check_float("gamma", gamma, 0.0, 1.0)
+    n_iter = check_int("n_iter", n_iter, 1)
+    if float(n_iter) * R.size > MAX_VI_WORK:
+        raise ValueError(f"n_iter = {n_iter} is too many sweeps of a {R.shape} table: n_iter x states x actions must "
+                         f"be at most {MAX_VI_WORK:g}")
     if log_mu is None:
         log_mu = np.zeros(R.shape[1] if R.ndim == 2 else 1)
     R, P, log_mu, alpha, gamma, n_iter = SV.check_softvi_inputs(R, P, log_mu, alpha, gamma, n_iter)
     fn = {"njit": SV.soft_vi_njit, "numpy": SV.soft_vi_ref, "cuda": SV.soft_vi_cuda}[backend]
-    V = fn(R, P, log_mu, alpha, gamma, n_iter)
-    Q = R + gamma * np.where(P < 0, 0.0, V[np.maximum(P, 0)])
-    if alpha > 0:
-        pi = np.exp((Q - V[:, None]) / alpha + log_mu)
-    else:
-        pi = (Q >= Q.max(axis=1, keepdims=True) - 1e-12).astype(float)
-    return V, pi / pi.sum(axis=1, keepdims=True)
+    overflow = ValueError(f"alpha = {alpha:g} is too small for rewards up to {np.abs(R).max():g}: Q / alpha overflows "
+                          f"float64; use a larger alpha, or alpha = 0 for the hard maximum")
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        V = fn(R, P, log_mu, alpha, gamma, n_iter)
+        if not np.isfinite(V).all():
+            raise overflow
+        Q = R + gamma * np.where(P < 0, 0.0, V[np.maximum(P, 0)])
+        if alpha > 0:
+            z = (Q - V[:, None]) / alpha + log_mu
+            pi = np.exp(z)
+        else:
+            pi = (Q >= Q.max(axis=1, keepdims=True) - 1e-12).astype(float)
+        total = pi.sum(axis=1, keepdims=True)
+        bad = ~(np.isfinite(total) & (total > 0))[:, 0]
+        if alpha > 0 and bad.any():
+            # rows whose exp under- or overflowed (V not yet converged, or a tiny alpha): the same distribution,
+            # shifted by the row's largest exponent; the other rows keep the plain form
+            zb = z[bad] - z[bad].max(axis=1, keepdims=True)
+            pi[bad] = np.exp(zb)
+            total[bad] = pi[bad].sum(axis=1, keepdims=True)
+    if not (np.isfinite(pi).all() and np.isfinite(total).all() and (total > 0).all()):
+        raise overflow
+    return V, pi / total
+
+
+def _check_mdp(mdp, keys=("R", "nxt", "log_mu", "start")) -> dict:
+    if not isinstance(mdp, dict) or any(k not in mdp for k in keys):
+        raise TypeError(f"mdp must be a dict with {', '.join(keys)} (from bifurcation_mdp or corridor_mdp), "
+                        f"got {type(mdp).__name__}")
+    return mdp
 
 
 def p_wide(mdp: dict, alpha: float, entropy: bool = True) -> float:
     "Probability that the soft-optimal policy at temperature alpha enters the wide branch (entropy=False: standard RL)."
+    mdp = _check_mdp(mdp, ("R", "nxt", "log_mu", "start", "stages", "wide"))
     _, pi = soft_value_iteration(mdp["nxt"], mdp["R"], alpha if entropy else 0.0, 1.0, mdp["stages"] + 2,
                                  mdp["log_mu"])
     return float(pi[mdp["start"], mdp["nxt"][mdp["start"]] == mdp["wide"]].sum())
@@ -144,6 +186,8 @@ def switch_point(mdp: dict, lo: float, hi: float, entropy: bool = True, tol: flo
     lo, hi = _check_pos("lo", lo), _check_pos("hi", hi)
     if hi <= lo:
         raise ValueError(f"hi must exceed lo ({lo}), got {hi}")
+    tol = check_float("tol", tol, 1e-15, 1.0)  # below ~1e-16 the bisection cannot shrink the bracket: it never ends
+    mdp = _check_mdp(mdp, ("R", "nxt", "log_mu", "start", "stages", "wide"))
     f = lambda a: p_wide(mdp, a, entropy) - 0.5
     if f(hi) <= 0:
         return hi
@@ -284,7 +328,10 @@ def corridor_mdp(horizon: int = 5, width: float = 0.3, center: float = 0.5, rewa
                  n_bins: int = 2000) -> dict:
     """The noise-free corridor as a tabular MDP: state 2 t + inside (t = 0..horizon-1), `n_bins` action bins on
     [-1, 1]; the start is state 1 (t = 0, inside)."""
-    horizon, n_bins = check_int("horizon", horizon, 1), check_int("n_bins", n_bins, 2)
+    horizon, n_bins = check_int("horizon", horizon, 1), check_int("n_bins", n_bins, 2, MAX_BINS)
+    check_memory("horizon", 16.0 * 2 * horizon * n_bins)
+    width = _check_pos("width", width)
+    center, reward = check_float("center", center, -1.0, 1.0), check_float("reward", reward)
     x = -1 + (np.arange(n_bins) + 0.5) * 2 / n_bins
     hit = np.abs(x - center) <= width / 2
     S = 2 * horizon
@@ -299,6 +346,7 @@ def corridor_mdp(horizon: int = 5, width: float = 0.3, center: float = 0.5, rewa
 
 def corridor_stay_prob(mdp: dict, alpha: float) -> float:
     "Probability that the soft-optimal policy at temperature alpha keeps inside the corridor for the whole episode."
+    mdp = _check_mdp(mdp, ("R", "nxt", "log_mu", "start", "hit"))
     V, pi = soft_value_iteration(mdp["nxt"], mdp["R"], alpha, 1.0, mdp["R"].shape[0] // 2 + 1, mdp["log_mu"])
     H = mdp["R"].shape[0] // 2
     return float(np.prod([pi[2 * t + 1, mdp["hit"]].sum() for t in range(H)]))
@@ -313,7 +361,10 @@ class SACAdaEnt(SAC):
     def __init__(self, obs_dim: int, act_dim: int, action_low=-1.0, action_high=1.0, *, hidden=(256, 256),
                  lr: float = 3e-4, gamma: float = 0.99, tau: float = 0.005, alpha=0.2, init_alpha: float = 1.0,
                  target_entropy: float | None = None, n_sample: int = 100, dist_threshold: float = 0.9, seed: int = 0):
-        self.n_sample = check_int("n_sample", n_sample, 2)
+        self.n_sample = check_int("n_sample", n_sample, 2, 10**6)
+        dims = [check_int("obs_dim", obs_dim, 1) + check_int("act_dim", act_dim, 1),
+                *(int(h) for h in hidden if isinstance(h, (int, np.integer)) and not isinstance(h, bool))]
+        check_memory("obs_dim, act_dim, hidden", 40.0 * sum(a * b for a, b in zip(dims, dims[1:] + [1])))
         if isinstance(dist_threshold, bool) or not isinstance(dist_threshold, (int, float)) \
                 or not -1.0 <= dist_threshold <= 1.0:
             raise ValueError(f"dist_threshold must be a cosine similarity in [-1, 1], got {dist_threshold!r}")
@@ -401,7 +452,9 @@ def best_tanh_gaussian(alpha: float, center: float, width: float, samples: int =
     with common draws: its mean action tanh(mu), the std s and its mass in the band."""
     alpha = _check_pos("alpha", alpha, True)
     center = _check_center(center, _check_pos("width", width), "band")
-    z = np.random.default_rng(seed).standard_normal(check_int("samples", samples, 100))
+    samples = check_int("samples", samples, 100)
+    check_memory("samples", 61.0 * 8 * samples)
+    z = np.random.default_rng(check_seed(seed)).standard_normal(samples)
     mus, best = np.linspace(-1.5, 1.5, 61), (-np.inf,)
     for log_s in np.linspace(-3, 1.5, 46):
         x = np.tanh(mus[:, None] + np.exp(log_s) * z[None, :])
@@ -417,17 +470,39 @@ def best_tanh_gaussian(alpha: float, center: float, width: float, samples: int =
 
 def first_action(agent, obs) -> float:
     "The agent's deterministic action at one observation."
-    return float(agent.act(np.asarray(obs, np.float32)[None], deterministic=True)[0, 0])
+    obs = _check_obs(agent, obs)
+    return float(agent.act(obs[None], deterministic=True)[0, 0])
+
+
+def _check_agent(agent):
+    if not callable(getattr(agent, "act", None)):
+        raise TypeError(f"agent must have an act(obs, deterministic) method (an Agent: SAC, SACAdaEnt, TD3...), got "
+                        f"{type(agent).__name__}")
+    return agent
+
+
+def _check_obs(agent, obs) -> np.ndarray:
+    "`obs` as one float32 observation of `agent` (of its obs_dim where it has one)."
+    _check_agent(agent)
+    dim = getattr(agent, "obs_dim", None)
+    return check_array("obs", obs, shape=(dim if isinstance(dim, int) else None,), dtype=np.float32)
 
 
 def branch_probability(agent, obs, samples: int = 4000) -> float:
     "Fraction of `samples` stochastic actions of the agent at `obs` that are >= 0 (the wide branch at the start)."
-    x = np.repeat(np.asarray(obs, np.float32)[None], samples, axis=0)
+    samples = check_int("samples", samples, 1)
+    obs = _check_obs(agent, obs)
+    check_memory("samples", float(samples) * max(1, obs.size))
+    x = np.repeat(obs[None], samples, axis=0)
     return float((agent.act(x, deterministic=False)[:, 0] >= 0).mean())
 
 
 def corridor_failure_rate(agent, env: PrecisionCorridorEnv, episodes: int, seed: int) -> float:
     "Fraction of `episodes` (deterministic policy, actuator noise from `seed`) that leave the corridor."
+    episodes, seed = check_int("episodes", episodes, 1, 10**6), check_seed(seed)  # 0 episodes divided by zero
+    _check_agent(agent)
+    if not isinstance(env, PrecisionCorridorEnv):
+        raise TypeError(f"env must be a PrecisionCorridorEnv, got {type(env).__name__}")
     env.reset(seed=seed)
     fails = 0
     for _ in range(episodes):

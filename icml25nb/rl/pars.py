@@ -15,7 +15,8 @@ import torch.nn as nn
 from ..control import (TD3BC, ReplayBuffer, _adam, _check_float, _frozen_copy, evaluate, make_env,
                               train_offline)
 from ..control import collect_dataset as _collect
-from ..core import Chapter, Claim, check_int, check_scale, check_seed, make_rng, progress, register
+from ..core import (Chapter, Claim, check_array, check_float, check_int, check_memory, check_scale, check_seed,
+                           make_rng, progress, register)
 
 # %% auto #0
 __all__ = ['TOY_Q_LOW', 'SCALE_CONFIG', 'TOY_VARIANTS', 'PAPER_DISTANCE', 'TD3BC_TUNED_ALPHA', 'PARS_TUNED_ALPHA',
@@ -34,6 +35,8 @@ class CriticLN(nn.Module):
         if not hidden or any(isinstance(h, bool) or not isinstance(h, (int, np.integer)) or h < 1 for h in hidden):
             raise ValueError(f"hidden must be a non-empty sequence of positive integers, got {hidden!r}")
         self.layer_norm = bool(layer_norm)
+        widths = [obs_dim + act_dim, *map(int, hidden), 1]
+        check_memory("obs_dim, act_dim, hidden", 4.0 * n * sum(a * b for a, b in zip(widths, widths[1:])))
         self.members = nn.ModuleList()
         for _ in range(n):
             layers, d = [], obs_dim + act_dim
@@ -55,6 +58,8 @@ class CriticLN(nn.Module):
 
 def ln_output_bound(critic: CriticLN) -> torch.Tensor:
     "Per member, the bound sum_i |w_i| (|g_i| sqrt(H) + |b_i|) + |w_0| on |Q| that LayerNorm guarantees (derived above)."
+    if not isinstance(critic, CriticLN):
+        raise TypeError(f"critic must be a CriticLN, got {type(critic).__name__}")
     if not critic.layer_norm:
         raise ValueError("critic has no LayerNorm: a ReLU critic's output is unbounded")
     out = []
@@ -69,14 +74,17 @@ def ln_output_bound(critic: CriticLN) -> torch.Tensor:
 def sample_infeasible(n: int, act_dim: int, distance: float = 1.5, generator: torch.Generator | None = None) -> torch.Tensor:
     "n infeasible actions, each coordinate uniform on [-2L, -L] u [L, 2L] with L = distance > 1."
     n, act_dim = check_int("n", n, 1), check_int("act_dim", act_dim, 1)
+    check_memory("n x act_dim", 3.0 * n * act_dim, 4)
     distance = _check_float("distance", distance, 1.0, open_low=True)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
     u = torch.rand((n, act_dim), generator=generator) * 2 - 1
     return (u + torch.where(u >= 0, 1.0, -1.0)) * distance
 
 # %% ../../nbs/rl/01_pars.ipynb #64d5448b
 def q_min(r_min: float, reward_scale: float = 1.0, gamma: float = 0.99) -> float:
     "Q_min = c r_min / (1 - gamma): the smallest discounted return with rewards scaled by c."
-    r_min = _check_float("r_min", r_min, -math.inf)
+    r_min = check_float("r_min", r_min)  # finite: "must lie in [-inf, inf], got -inf" before
     c = _check_float("reward_scale", reward_scale, 0.0, open_low=True)
     gamma = _check_float("gamma", gamma, 0.0, 1.0)
     if gamma >= 1:
@@ -88,12 +96,18 @@ def pars_critic_loss(q: torch.Tensor, y: torch.Tensor, q_infeasible: torch.Tenso
                      q_min_value: float = 0.0, pa_alpha: float = 0.0) -> tuple[torch.Tensor, dict]:
     "Sum over critics of mean (Q - y)^2 + pa_alpha mean (Q(s, a_I) - Q_min)^2; also the two parts as floats."
     pa_alpha = _check_float("pa_alpha", pa_alpha)
-    if q.dim() != 2 or y.shape != q.shape[1:]:
+    q_min_value = check_float("q_min_value", q_min_value)
+    for name, v in (("q", q), ("y", y)) + ((("q_infeasible", q_infeasible),) if pa_alpha > 0 and q_infeasible is not None else ()):
+        if not isinstance(v, torch.Tensor) or not v.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor, got {getattr(v, 'dtype', type(v).__name__)}")
+        if not bool(torch.isfinite(v).all()):
+            raise ValueError(f"{name} must be finite (found NaN or inf)")
+    if q.dim() != 2 or y.shape != q.shape[1:] or q.shape[1] < 1:
         raise ValueError(f"q must have shape (n, B) and y (B,), got {tuple(q.shape)} and {tuple(y.shape)}")
     bellman = (q - y).square().mean(dim=1).sum()
     if pa_alpha == 0:
         return bellman, {"bellman": bellman.item(), "pa": 0.0}
-    if q_infeasible is None or q_infeasible.dim() != 2 or q_infeasible.shape[0] != q.shape[0]:
+    if q_infeasible is None or q_infeasible.dim() != 2 or q_infeasible.shape[0] != q.shape[0] or q_infeasible.shape[1] < 1:
         raise ValueError("q_infeasible must have shape (n, B_I) when pa_alpha > 0")
     pa = (q_infeasible - q_min_value).square().mean(dim=1).sum()
     return bellman + pa_alpha * pa, {"bellman": bellman.item(), "pa": pa.item()}
@@ -107,9 +121,12 @@ class PARS(TD3BC):
                  pa_distance: float = 1.5, lr: float = 3e-4, gamma: float = 0.99, tau: float = 0.005,
                  policy_noise: float = 0.2, noise_clip: float = 0.5, policy_delay: int = 2, alpha: float = 2.5,
                  seed: int = 0):
+        widths = [check_int("obs_dim", obs_dim, 1) + check_int("act_dim", act_dim, 1), *(int(h) for h in hidden
+                  if isinstance(h, (int, np.integer)) and not isinstance(h, bool))]
+        check_memory("obs_dim, act_dim, hidden", 16.0 * sum(a * b for a, b in zip(widths, widths[1:] + [1])))
         self._flags = dict(reward_scale=_check_float("reward_scale", reward_scale, 0.0, open_low=True),
                            layer_norm=bool(layer_norm), pa_alpha=_check_float("pa_alpha", pa_alpha),
-                           r_min=_check_float("r_min", r_min, -math.inf),
+                           r_min=check_float("r_min", r_min),
                            pa_distance=_check_float("pa_distance", pa_distance, 1.0, open_low=True))
         super().__init__(obs_dim, act_dim, action_low, action_high, hidden=hidden, lr=lr, gamma=gamma, tau=tau,
                          policy_noise=policy_noise, noise_clip=noise_clip, policy_delay=policy_delay, alpha=alpha,
@@ -144,7 +161,10 @@ class PARS(TD3BC):
 # %% ../../nbs/rl/01_pars.ipynb #0b29e02c
 def scripted_pointmass(obs: np.ndarray, coverage: float = 0.5) -> np.ndarray:
     "PD control towards the goal on PointMass observations (pos, vel, goal), scaled by coverage into [-1, 1]."
-    obs = np.asarray(obs, np.float64)
+    obs = check_array("obs", obs, ndim=(1, 2))
+    if obs.shape[-1] < 3 or obs.shape[-1] % 3:  # (pos, vel, goal) of one dimension d each: width 3d
+        raise ValueError(f"obs must have 3d columns (pos, vel, goal), got width {obs.shape[-1]}")
+    coverage = check_float("coverage", coverage, 0.0, 1.0)
     d = obs.shape[-1] // 3
     p, v, g = obs[..., :d], obs[..., d:2 * d], obs[..., 2 * d:]
     return (coverage * np.clip(3.0 * (g - p) - 1.0 * v, -1.0, 1.0)).astype(np.float32)
@@ -153,11 +173,14 @@ def scripted_pointmass(obs: np.ndarray, coverage: float = 0.5) -> np.ndarray:
 def collect_dataset(env_id: str = "PointMass", policy="scripted", n: int = 4000, coverage: float = 0.5,
                     noise: float = 0.05, seed: int = 0, num_envs: int = 20) -> ReplayBuffer:
     "n transitions of `policy` ('scripted': the PD controller, PointMass only; or a callable obs -> action)."
-    n = check_int("n", n, 1)
+    n = check_int("n", n, 1, 10**8)
     coverage = _check_float("coverage", coverage, 0.0, 1.0, open_low=True)
+    noise = check_float("noise", noise, 0.0)
+    num_envs = check_int("num_envs", num_envs, 1, 10**4)
     if isinstance(policy, str):
         if policy != "scripted" or env_id != "PointMass":
-            raise ValueError(f"policy must be a callable or 'scripted' (PointMass only), got {policy!r} for {env_id!r}")
+            raise ValueError(f"policy must be a callable or 'scripted' (for env_id 'PointMass' only), got {policy!r} "
+                             f"for env_id {env_id!r}")
         policy = lambda o: scripted_pointmass(o, coverage)
     elif not callable(policy):
         raise TypeError(f"policy must be a callable or 'scripted', got {type(policy).__name__}")
@@ -175,8 +198,11 @@ def toy_q(a):
 def fit_toy_critic(layer_norm: bool, reward_scale: float, pa_alpha: float, pa_distance: float = 1.5,
                    steps: int = 400, hidden=(64, 64), n_data: int = 128, lr: float = 1e-3, seed: int = 0) -> CriticLN:
     "A one-member critic Q(a) fitted to c q(a) on a in [-0.5, 0.5], with PA towards c TOY_Q_LOW if pa_alpha > 0."
-    steps, seed = check_int("steps", steps, 1), check_seed(seed)
+    steps, seed = check_int("steps", steps, 1, 10**7), check_seed(seed)
     c = _check_float("reward_scale", reward_scale, 0.0, open_low=True)
+    pa_alpha = _check_float("pa_alpha", pa_alpha)
+    pa_distance = _check_float("pa_distance", pa_distance, 1.0, open_low=True)
+    n_data, lr = check_int("n_data", n_data, 1, 10**7), check_float("lr", lr, 0.0, open_min=True)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         net = CriticLN(0, 1, hidden, layer_norm, n=1)
@@ -197,7 +223,10 @@ def toy_extrapolation(net: CriticLN, reward_scale: float, grid=None, pa_distance
     """excess, far, guard (defined above), near_excess (as excess on 0.5 < |a| < 1, between the data and the box's
     edge), band13 (as guard on 1 <= |a| <= 3, the L = 100 band) and the in-data RMSE of a fitted toy critic, Q in
     units of q (Q / c); the scales are those of the true q on the data, so that a flat critic cannot divide by zero."""
-    a = torch.linspace(-3, 3, 601) if grid is None else torch.as_tensor(grid, dtype=torch.float32)
+    if not isinstance(net, CriticLN):
+        raise TypeError(f"net must be a CriticLN, got {type(net).__name__}")
+    reward_scale = _check_float("reward_scale", reward_scale, 0.0, open_low=True)  # 0 divided every Q: NaN
+    a = torch.linspace(-3, 3, 601) if grid is None else torch.as_tensor(check_array("grid", grid, ndim=1, dtype=np.float32))
     pa_distance = _check_float("pa_distance", pa_distance, 1.0, open_low=True)
     with torch.no_grad():
         q = net(torch.zeros(len(a), 0), a[:, None])[0].numpy() / reward_scale
@@ -218,9 +247,14 @@ def toy_extrapolation(net: CriticLN, reward_scale: float, grid=None, pa_distance
 # %% ../../nbs/rl/01_pars.ipynb #7b496414
 def ood_gap(agent: PARS, obs: np.ndarray, points: int = 17, support: float = 0.5, ood: float = 0.8) -> float:
     "Mean over states of max Q on ||a||_inf >= ood minus max Q on ||a||_inf <= support (grid of the box), over c."
+    if not isinstance(agent, PARS):
+        raise TypeError(f"agent must be a PARS agent, got {type(agent).__name__}")
     if agent.act_dim != 2:
         raise ValueError(f"ood_gap grids a 2-D action box, the agent has act_dim={agent.act_dim}")
-    obs = np.asarray(obs, np.float32)
+    obs = check_array("obs", obs, dtype=np.float32, min_size=1)
+    points = check_int("points", points, 2, 1000)
+    support, ood = check_float("support", support, 0.0, 1.0), check_float("ood", ood, 0.0, 1.0)
+    check_memory("points", 8.0 * len(obs) * points ** 2 * max(agent.hidden))
     if obs.ndim != 2 or obs.shape[1] != agent.obs_dim:
         raise ValueError(f"obs must have shape (n, {agent.obs_dim}), got {obs.shape}")
     g = torch.linspace(-1, 1, check_int("points", points, 2))

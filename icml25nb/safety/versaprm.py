@@ -23,7 +23,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..core import Chapter, Claim, check_int, check_scale, check_seed, make_rng, progress, register
+from ..core import (ArgumentTypeError, Chapter, Claim, check_array, check_int, check_memory, check_scale, check_seed,
+                           make_rng, progress, register)
 from ..tinylm import TASK_CHARS, TASK_TOKENIZER
 
 # %% auto #0
@@ -134,15 +135,15 @@ NON_MATH = tuple(d for d in DOMAINS if d != MATH)
 
 
 def _domain(name) -> Domain:
-    if name not in DOMAINS:
+    if not isinstance(name, str) or name not in DOMAINS:
         raise ValueError(f"domain must be one of {sorted(DOMAINS)}, got {name!r}")
     return DOMAINS[name]
 
 
 def sample_problems(domain: str, n: int, seed: int = 0, stream: int = 0) -> list[Problem]:
     "`n` problems of `domain`, reproducible from (`seed`, `stream`)."
-    dom, n = _domain(domain), check_int("n", n, 1)
-    rng = make_rng(check_seed(seed), 61, list(DOMAINS).index(domain), stream)
+    dom, n = _domain(domain), check_int("n", n, 1, 10**7)
+    rng = make_rng(check_seed(seed), 61, list(DOMAINS).index(domain), check_int("stream", stream, 0, 2**63 - 1))
     return [dom.sample_problem(rng) for _ in range(n)]
 
 # %% ../../nbs/safety/01_versaprm.ipynb #1d7dbdc7
@@ -212,7 +213,7 @@ class NoisySolver:
         "`n` CoTs for `problem` and the index of the first error the solver made in each (-1: none)."
         if not isinstance(problem, Problem):
             raise TypeError(f"problem must be a Problem, got {type(problem).__name__}")
-        n = check_int("n", n, 1)
+        n = check_int("n", n, 1, 10**7)
         dom = _domain(problem.domain)
         pi, j, u = self.misconception(problem)
         rng = make_rng(self.seed, 72, check_int("stream", stream, 0), zlib.crc32(problem.text.encode()))
@@ -246,8 +247,13 @@ def encode_cot(problem: Problem, cot: CoT) -> np.ndarray:
 
 def prm_inputs(problems: Sequence[Problem], cots: Sequence[CoT], first_errors: Sequence[int] | None = None):
     "Right-padded ids (B, T) and either the step-tag mask or, with `first_errors`, the labels (-100 off the tags)."
+    for name, seq in (("problems", problems), ("cots", cots)):
+        if isinstance(seq, (str, bytes)) or not hasattr(seq, "__len__"):
+            raise ArgumentTypeError(f"{name} must be a sequence, got {type(seq).__name__}")
     if len(problems) != len(cots) or not len(cots):
         raise ValueError(f"problems and cots must be non-empty and of one length, got {len(problems)} and {len(cots)}")
+    if not all(isinstance(p, Problem) for p in problems) or not all(isinstance(c, CoT) for c in cots):
+        raise ArgumentTypeError("problems must hold Problem and cots CoT objects")
     seqs = [encode_cot(p, c) for p, c in zip(problems, cots)]
     ids = np.zeros((len(seqs), max(map(len, seqs))), dtype=np.int64)
     for i, s in enumerate(seqs):
@@ -258,6 +264,7 @@ def prm_inputs(problems: Sequence[Problem], cots: Sequence[CoT], first_errors: S
         tag[i, :len(s)] = torch.from_numpy(s == TAG_ID)
     if first_errors is None:
         return ids, tag
+    first_errors = check_array("first_errors", first_errors, ndim=1, dtype=np.int64, minimum=-1)  # -1: no error
     if len(first_errors) != len(cots):
         raise ValueError(f"first_errors must give one index per CoT, got {len(first_errors)} for {len(cots)}")
     y = torch.full(ids.shape, -100, dtype=torch.long)
@@ -277,18 +284,48 @@ class WindowLM(nn.Module):
     def __init__(self, vocab_size: int = len(TASK_CHARS), window: int = 21, d: int = 16, hidden: int = 256,
                  context: int = 512):
         super().__init__()
-        self.window, self.context, self.pad = check_int("window", window, 1), context, vocab_size
+        vocab_size, d = check_int("vocab_size", vocab_size, 2, 10**7), check_int("d", d, 1, 10**5)
+        hidden, context = check_int("hidden", hidden, 1, 10**6), check_int("context", context, 1)
+        window = check_int("window", window, 1, 10**5)
+        check_memory("window x d x hidden", 4.0 * (window * d * hidden + hidden * vocab_size))
+        self.window, self.context, self.pad = window, context, vocab_size
         self.emb = nn.Embedding(vocab_size + 1, d)  # id `vocab_size` pads before the start of the sequence
         self.mlp = nn.Sequential(nn.Linear(window * d, hidden), nn.GELU(), nn.Linear(hidden, vocab_size))
 
     def forward(self, idx: torch.Tensor, where: torch.Tensor | None = None) -> torch.Tensor:
         "Logits (B, T, V) for ids (B, T); with a mask `where` (B, T), only the logits (n, V) at its True positions."
+        _check_ids(idx, self.pad, "idx")
+        if where is not None and (not isinstance(where, torch.Tensor) or where.dtype != torch.bool
+                                  or where.shape != idx.shape):
+            raise ValueError(f"where must be a boolean tensor of the shape of idx {tuple(idx.shape)}")
         B, T = idx.shape
         w = F.pad(idx, (self.window - 1, 0), value=self.pad).unfold(1, self.window, 1)  # (B, T, window)
         if where is not None:  # the same numbers as `forward(idx)[where]`, computed at those positions only
             w = w[where]
             return self.mlp(self.emb(w).reshape(len(w), -1))
         return self.mlp(self.emb(w).reshape(B, T, -1))
+
+
+def _check_ids(ids, vocab_size: int | None = None, name: str = "ids") -> torch.Tensor:
+    "`ids` as a (B, T) integer tensor of token ids in [0, vocab_size] (the last id pads), with B, T >= 1."
+    if not isinstance(ids, torch.Tensor) or ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise ArgumentTypeError(f"{name} must be an integer tensor (B, T), got {getattr(ids, 'dtype', type(ids).__name__)}")
+    if ids.ndim != 2 or ids.shape[0] < 1 or ids.shape[1] < 1:
+        raise ValueError(f"{name} must have shape (B, T) with B, T >= 1, got {tuple(ids.shape)}")
+    if vocab_size is not None and (int(ids.min()) < 0 or int(ids.max()) > vocab_size):
+        raise ValueError(f"{name} must hold token ids in [0, {vocab_size}], got [{int(ids.min())}, {int(ids.max())}]")
+    return ids
+
+
+def _check_labels(labels, ids) -> torch.Tensor:
+    "Step labels from `prm_inputs`: 1 (right), 0 (wrong), -100 (not a labelled tag), at least one labelled."
+    if not isinstance(labels, torch.Tensor) or labels.is_floating_point() or labels.shape != ids.shape:
+        raise ValueError(f"labels must be an integer tensor of the shape of ids {tuple(ids.shape)}")
+    if not bool(((labels == 0) | (labels == 1) | (labels == -100)).all()):
+        raise ValueError("labels must hold 1 (right step), 0 (wrong step) or -100 (no label)")
+    if not bool((labels != -100).any()):
+        raise ValueError("labels must label at least one step (every entry is -100: the loss would be NaN)")
+    return labels
 
 
 def _check_model(model):
@@ -303,6 +340,8 @@ def _logits_at(model: nn.Module, ids: torch.Tensor, where: torch.Tensor) -> torc
 
 def prm_loss(model: nn.Module, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     "Cross-entropy of the (`-`, `+`) logits at the labelled step tags (the authors' 2-way loss on the LM head)."
+    _check_model(model)
+    labels = _check_labels(labels, _check_ids(ids))
     at = labels != -100
     logits = _logits_at(model, ids, at)[:, [NEG_ID, POS_ID]].float()
     return F.cross_entropy(logits, labels[at])
@@ -313,10 +352,16 @@ def train_prm(model: nn.Module, ids: torch.Tensor, labels: torch.Tensor, steps: 
     "Train `model` as a PRM on (`ids`, `labels`) from `prm_inputs`; returns the loss of every step."
     _check_model(model)
     steps, batch_size, seed = check_int("steps", steps, 1), check_int("batch_size", batch_size, 1), check_seed(seed)
-    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+    if not (isinstance(lr, (int, float)) and not isinstance(lr, bool) and math.isfinite(lr) and lr > 0):
         raise ValueError(f"lr must be a positive number, got {lr!r}")
-    if ids.shape != labels.shape or ids.ndim != 2:
-        raise ValueError(f"ids and labels must be (B, T) of one shape, got {tuple(ids.shape)} and {tuple(labels.shape)}")
+    ids = _check_ids(ids)
+    if not isinstance(labels, torch.Tensor) or ids.shape != labels.shape or ids.ndim != 2:
+        raise ValueError(f"ids and labels must be (B, T) of one shape, got {tuple(ids.shape)} and "
+                         f"{tuple(getattr(labels, 'shape', ()))}")
+    _check_labels(labels, ids)
+    if steps > 10**7:
+        raise ValueError(f"steps must be at most 10**7, got {steps}")
+    check_memory("batch_size", 64.0 * batch_size * ids.shape[1] * getattr(model, "window", 1))
     opt = torch.optim.AdamW([q for q in model.parameters() if q.requires_grad], lr=lr, weight_decay=0.0)
     warm = max(1, steps // 10)  # linear warm-up, then cosine (as the authors' recipe)
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -340,6 +385,7 @@ def train_prm(model: nn.Module, ids: torch.Tensor, labels: torch.Tensor, steps: 
 def step_scores(model: nn.Module, problems: Sequence[Problem], cots: Sequence[CoT], chunk: int = 1024) -> list[np.ndarray]:
     "P(step correct) at every step tag of each CoT: softmax of the (`-`, `+`) logits, `+` kept."
     _check_model(model)
+    chunk = check_int("chunk", chunk, 1)
     ids, tag = prm_inputs(problems, cots)
     was = model.training
     model.eval()
@@ -357,11 +403,18 @@ _AGG = {"min": np.min, "last": lambda s: s[-1], "mean": np.mean, "product": np.p
 
 def aggregate(step_scores, how: str = "min"):
     "One score per CoT from its step scores: `min`, `last`, `mean` or `product` (a 1-D array gives a float)."
-    if how not in _AGG:
+    if not isinstance(how, str) or how not in _AGG:
         raise ValueError(f"how must be one of {sorted(_AGG)}, got {how!r}")
+    # a string is not a sequence of scores (iterating "0.5" recursed forever), nor is a dict, a set or a number
+    if isinstance(step_scores, (str, bytes, dict, set)) or step_scores is None or np.isscalar(step_scores) or \
+            (isinstance(step_scores, np.ndarray) and step_scores.ndim == 0) or not hasattr(step_scores, "__len__"):
+        raise ArgumentTypeError(f"step_scores must be a sequence of step scores (or of such sequences), got "
+                                f"{type(step_scores).__name__}")
+    if not len(step_scores):  # [] and np.array([]) alike: no CoT and no step to score
+        raise ValueError("step_scores must be non-empty")
     if isinstance(step_scores, np.ndarray) and step_scores.ndim == 1 or \
             (isinstance(step_scores, (list, tuple)) and step_scores and np.isscalar(step_scores[0])):
-        s = np.asarray(step_scores, dtype=np.float64)
+        s = check_array("step_scores", step_scores, ndim=1)
         if not len(s) or not np.isfinite(s).all():
             raise ValueError("step_scores must be a non-empty finite sequence")
         return float(_AGG[how](s))
@@ -372,7 +425,7 @@ def _check_votes(answers, weights=None, name="weights"):
     if not len(answers):
         raise ValueError("answers must be non-empty")
     if weights is not None:
-        w = np.asarray(weights, dtype=np.float64)
+        w = check_array(name, weights, finite=False)
         if w.shape != (len(answers),) or not np.isfinite(w).all():
             raise ValueError(f"{name} must be {len(answers)} finite numbers, one per answer")
         return w
@@ -386,6 +439,8 @@ def majority_vote(answers: Sequence):
 
 def weighted_majority_vote(answers: Sequence, weights) -> object:
     "The answer with the largest total weight (ties: the one seen first)."
+    if weights is None:
+        raise ValueError("weights must be given (one number per answer); majority_vote is the unweighted vote")
     w = _check_votes(answers, weights)
     total = {}
     for a, x in zip(answers, w):
@@ -395,6 +450,8 @@ def weighted_majority_vote(answers: Sequence, weights) -> object:
 
 def best_of_n(answers: Sequence, scores) -> object:
     "The answer of the highest-scoring CoT (ties: the first)."
+    if scores is None:
+        raise ValueError("scores must be given (one number per answer)")
     s = _check_votes(answers, scores, "scores")
     return answers[int(np.argmax(s))]
 
@@ -458,6 +515,7 @@ def subset_vote_accuracy(answers, correct, n: int) -> Fraction:
     n = check_int("n", n, 1)
     if n > M:
         raise ValueError(f"n must be at most the pool size {M}, got {n}")
+    check_memory("n", 2.0 * math.comb(M, n) * M)  # every n-subset of the pool
     masks, lcm = _subsets(M, n), math.lcm(*range(1, n + 1))
     total = 0
     for a, c in zip(A, ok):
@@ -491,6 +549,7 @@ def subset_wmv_accuracy(answers, correct, weights, n: int) -> Fraction:
     n = check_int("n", n, 1)
     if n > M:
         raise ValueError(f"n must be at most the pool size {M}, got {n}")
+    check_memory("n", 10.0 * math.comb(M, n) * M)  # every n-subset of the pool
     masks, lcm = _subsets(M, n), math.lcm(*range(1, n + 1))
     total = 0
     for a, c, w in zip(A, ok, W):
@@ -544,11 +603,24 @@ def _select(P, C, L, domains):
     return [P[i] for i in keep], [C[i] for i in keep], [L[i] for i in keep]
 
 
+def _check_data_triple(name: str, data) -> tuple:
+    "(problems, CoTs, first errors) of one length, as `_data` makes them."
+    try:
+        P, C, L = data
+        ok = len(P) == len(C) == len(L) and all(isinstance(q, Problem) for q in P) and all(isinstance(c, CoT) for c in C)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be (problems, CoTs, first errors) of one length")
+    return P, C, L
+
+
 def hold_out(train: tuple, evaluation: tuple) -> tuple[tuple, dict]:
     """Training data (problems, CoTs, first errors) with nothing of the evaluation in it: problems that are evaluation
     problems are dropped, and each CoT is cut before its first step whose string is an evaluation step (any step of
     any evaluation CoT); its label is its first error if that lies in the part kept (else -1: all kept steps right)."""
-    P, C, L = train
+    P, C, L = _check_data_triple("train", train)
+    _check_data_triple("evaluation", evaluation)
     ev_steps = {s for c in evaluation[1] for s in c.steps}
     ev_problems = {q.text for q in evaluation[0]}
     out, kept, total = ([], [], []), 0, 0
@@ -567,7 +639,8 @@ def hold_out(train: tuple, evaluation: tuple) -> tuple[tuple, dict]:
 
 def overlap(train: tuple, evaluation: tuple) -> dict:
     "What evaluation shares with training: problems (by text), and step strings, all and labelled (up to the first error)."
-    Ptr, Ctr, Ltr = train
+    Ptr, Ctr, Ltr = _check_data_triple("train", train)
+    _check_data_triple("evaluation", evaluation)
     tr_all = {s for c in Ctr for s in c.steps}
     tr_lab = {s for c, f in zip(Ctr, Ltr) for s in (c.steps if f < 0 else c.steps[:f + 1])}
     ev = {s for c in evaluation[1] for s in c.steps}

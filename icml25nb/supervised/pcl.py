@@ -11,15 +11,63 @@ import time
 import numpy as np
 import torch
 
-from ..core import Chapter, Claim, check_int, check_scale, check_seed, progress, register
+from ..core import (Chapter, Claim, check_array, check_float, check_int, check_memory, check_positive, check_scale,
+                           check_seed, progress, register)
 from ..kernels import springs as SK
 
 # %% auto #0
-__all__ = ['SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'nbody_springs', 'occluded_digits', 'linear_schedule', 'q_sample', 'PCLNet',
-           'pcl_loss', 'supervised_loss', 'train_model', 'pcl_predict', 'rmse', 'prediction_spread',
-           'predict_in_label_units', 'energy_drift', 'experiment', 'plots']
+__all__ = ['MAX_WORK', 'MAX_ITERS', 'SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'nbody_springs', 'occluded_digits', 'linear_schedule',
+           'q_sample', 'PCLNet', 'pcl_loss', 'supervised_loss', 'train_model', 'pcl_predict', 'rmse',
+           'prediction_spread', 'predict_in_label_units', 'energy_drift', 'experiment', 'plots']
 
 # %% ../../nbs/supervised/01_pcl.ipynb #70a40264
+MAX_WORK = 1e11  # n_sims x steps x n_particles^2 of one springs simulation (minutes): larger runs are refused
+
+
+def _check_work(n_sims: int, n_particles: int, steps: int) -> None:
+    "Refuse, up front, a springs simulation that cannot fit in memory or would run for hours."
+    check_memory("n_sims x n_particles", float(n_sims) * n_particles * (n_particles + 12))
+    if float(n_sims) * steps * n_particles ** 2 > MAX_WORK:
+        raise ValueError(f"steps = {steps} with n_sims = {n_sims} and n_particles = {n_particles} is too large: "
+                         f"n_sims x steps x n_particles^2 must be at most {MAX_WORK:g}")
+
+
+def _as_tensor(name: str, x, ndim: int = 2, cols: int | None = None) -> torch.Tensor:
+    "`x` (a tensor or an array) as a finite float32 tensor of `ndim` dimensions (`cols` columns), at least one row."
+    if isinstance(x, torch.Tensor):
+        if not (x.is_floating_point() or x.dtype in (torch.int32, torch.int64, torch.bool)):
+            raise TypeError(f"{name} must be a real tensor, got {x.dtype}")
+        x = x.detach()
+        if x.dtype != torch.float32:
+            x = x.to(torch.float32)
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError(f"{name} must be finite (found NaN or inf)")
+    else:
+        x = torch.as_tensor(check_array(name, x, dtype=np.float32))
+    if x.ndim != ndim or x.shape[0] < 1 or (cols is not None and x.shape[1] != cols):
+        want = f"({'B' if ndim == 1 else 'B, ' + (str(cols) if cols is not None else 'k')})"
+        raise ValueError(f"{name} must have shape {want} with at least one row, got {tuple(x.shape)}")
+    return x
+
+
+def _check_model(model) -> "PCLNet":
+    "A PCLNet, or any torch module f(x, y_t, t) with an integer `T` (its noise levels)."
+    T = getattr(model, "T", None)
+    if not isinstance(model, torch.nn.Module) or isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
+        raise TypeError(f"model must be a PCLNet (a torch module with T noise levels), got {type(model).__name__}")
+    return model
+
+
+def _check_schedule(schedule, T: int) -> torch.Tensor:
+    "A noise schedule for a model of `T` levels: alpha_bar_t in (0, 1], shape (T,)."
+    s = _as_tensor("schedule", schedule, ndim=1)
+    if len(s) != T:
+        raise ValueError(f"schedule must have one entry per noise level of the model (T = {T}), got {len(s)}")
+    if bool((s <= 0).any()) or bool((s > 1).any()):
+        raise ValueError("schedule entries (alpha_bar_t) must lie in (0, 1]")
+    return s
+
+
 def nbody_springs(n_sims: int, n_particles: int = 5, steps: int = 100, seed: int = 0, dt: float = 0.01,
                   k: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Springs data set: inputs (x0, v0, springs' upper triangle) flattened, labels the positions after `steps`
@@ -28,6 +76,8 @@ def nbody_springs(n_sims: int, n_particles: int = 5, steps: int = 100, seed: int
     n_particles = check_int("n_particles", n_particles, 2)
     steps = check_int("steps", steps, 1)
     seed = check_seed(seed)
+    dt, k = check_positive("dt", dt), check_positive("k", k)
+    _check_work(n_sims, n_particles, steps)
     x0, v0, A = SK.random_springs(n_sims, n_particles, dim=2, seed=seed)
     x, _ = SK.simulate_njit(x0, v0, A, k, dt, steps)
     iu = np.triu_indices(n_particles, 1)
@@ -40,7 +90,11 @@ def occluded_digits(seed: int = 0, patch: tuple[int, int] = (4, 5)) -> tuple[np.
     (128 values in [0, 1]), labels the clean 64-pixel image; rows shuffled by `seed`."""
     from sklearn.datasets import load_digits
     seed = check_seed(seed)
-    ph, pw = patch
+    try:
+        ph, pw = patch
+    except (TypeError, ValueError):
+        raise ValueError(f"patch must be two integers in 1..8, got {patch!r}") from None
+    ph, pw = check_int("patch", ph, 1, 8), check_int("patch", pw, 1, 8)
     if not (1 <= ph <= 8 and 1 <= pw <= 8):
         raise ValueError(f"patch must be two integers in 1..8, got {patch}")
     rng = np.random.default_rng(seed)
@@ -58,7 +112,8 @@ def occluded_digits(seed: int = 0, patch: tuple[int, int] = (4, 5)) -> tuple[np.
 # %% ../../nbs/supervised/01_pcl.ipynb #44a5fbe0
 def linear_schedule(T: int = 1000, beta_1: float = 1e-4, beta_T: float = 0.02) -> torch.Tensor:
     "DDPM's linear noise schedule: alpha_bar_t = prod_{s<=t} (1 - beta_s) for t = 0..T-1 (float32, shape (T,))."
-    T = check_int("T", T, 2)
+    T = check_int("T", T, 2, 10**8)
+    beta_1, beta_T = check_float("beta_1", beta_1), check_float("beta_T", beta_T)
     if not 0 < beta_1 <= beta_T < 1:
         raise ValueError(f"beta_1, beta_T must satisfy 0 < beta_1 <= beta_T < 1, got {beta_1}, {beta_T}")
     return torch.tensor(np.cumprod(1 - np.linspace(beta_1, beta_T, T)), dtype=torch.float32)
@@ -66,6 +121,16 @@ def linear_schedule(T: int = 1000, beta_1: float = 1e-4, beta_T: float = 0.02) -
 
 def q_sample(y: torch.Tensor, t: torch.Tensor, schedule: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
     "The noisy label y_t = sqrt(alpha_bar_t) y + sqrt(1 - alpha_bar_t) eps (one t per row)."
+    if not isinstance(schedule, torch.Tensor) or schedule.ndim != 1 or len(schedule) < 1:
+        raise ValueError("schedule must be a 1-D tensor of alpha_bar_t")
+    if not isinstance(y, torch.Tensor) or y.ndim != 2:
+        raise ValueError(f"y must be a 2-D tensor (B, label_dim), got {getattr(y, 'shape', type(y).__name__)}")
+    if not isinstance(eps, torch.Tensor) or eps.shape != y.shape:
+        raise ValueError(f"eps must be a tensor of the shape of y {tuple(y.shape)}")
+    if not isinstance(t, torch.Tensor) or t.shape != (len(y),) or t.is_floating_point():
+        raise ValueError(f"t must be an integer tensor of shape ({len(y)},) (one noise level per row)")
+    if len(t) and (int(t.min()) < 0 or int(t.max()) >= len(schedule)):
+        raise ValueError(f"t must hold noise levels in [0, {len(schedule)}), got [{int(t.min())}, {int(t.max())}]")
     a = schedule[t][:, None]
     return a.sqrt() * y + (1 - a).sqrt() * eps
 
@@ -80,6 +145,7 @@ class PCLNet(torch.nn.Module):
         self.label_dim = check_int("label_dim", label_dim, 1)
         self.T, self.supervised = check_int("T", T, 2), bool(supervised)
         h = check_int("hidden", hidden, 1)
+        check_memory("in_dim, label_dim, hidden", 4.0 * ((in_dim + label_dim + 1) * h + 2 * h * h + h * label_dim))
         self.net = torch.nn.Sequential(torch.nn.Linear(in_dim + label_dim + 1, h), torch.nn.SiLU(),
                                        torch.nn.Linear(h, h), torch.nn.SiLU(), torch.nn.Linear(h, h),
                                        torch.nn.SiLU(), torch.nn.Linear(h, label_dim))
@@ -96,10 +162,13 @@ def pcl_loss(model: PCLNet, x: torch.Tensor, y: torch.Tensor, schedule: torch.Te
              generator: torch.Generator | None = None) -> torch.Tensor:
     """PCL's objective for one batch: two noise levels t' < t per row (uniform pairs), independent noise, and
     d(f(x, y_t, t), y) + d(f(x, y_t', t'), y) + lam d(f(x, y_t, t), sg[f(x, y_t', t')]) with d the mean squared error."""
-    if x.ndim != 2 or y.ndim != 2 or len(x) != len(y):
+    model = _check_model(model)
+    x = _as_tensor("x", x, cols=getattr(model, "in_dim", None))
+    y = _as_tensor("y", y, cols=getattr(model, "label_dim", None))
+    if len(x) != len(y):
         raise ValueError(f"x and y must be 2-D with the same number of rows, got {tuple(x.shape)}, {tuple(y.shape)}")
-    if not (lam >= 0 and math.isfinite(lam)):
-        raise ValueError(f"lam must be a finite number >= 0, got {lam}")
+    lam = check_float("lam", lam, 0.0)
+    schedule = _check_schedule(schedule, model.T)  # a longer schedule would feed the model t / T > 1
     B, T = len(x), len(schedule)
     t1 = torch.randint(0, T, (B,), generator=generator)
     t2 = torch.randint(0, T, (B,), generator=generator)
@@ -115,10 +184,18 @@ def pcl_loss(model: PCLNet, x: torch.Tensor, y: torch.Tensor, schedule: torch.Te
 
 def supervised_loss(model: PCLNet, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     "The twin's mean squared error (its label input is zeroed inside the model)."
+    model = _check_model(model)
+    x = _as_tensor("x", x, cols=getattr(model, "in_dim", None))
+    y = _as_tensor("y", y, cols=getattr(model, "label_dim", None))
+    if len(x) != len(y):
+        raise ValueError(f"x and y must have the same number of rows, got {tuple(x.shape)}, {tuple(y.shape)}")
     t = torch.full((len(x),), model.T - 1)
     return ((model(x, torch.zeros_like(y), t) - y) ** 2).mean()
 
 # %% ../../nbs/supervised/01_pcl.ipynb #55b7ff87
+MAX_ITERS = 10**7  # training steps of train_model (hours on a CPU): more are refused
+
+
 def train_model(X: torch.Tensor, Y: torch.Tensor, kind: str = "pcl", lam: float = 1.0, iters: int = 400,
                 batch: int = 128, hidden: int = 128, lr: float = 2e-3, seed: int = 0,
                 schedule: torch.Tensor | None = None) -> PCLNet:
@@ -126,8 +203,16 @@ def train_model(X: torch.Tensor, Y: torch.Tensor, kind: str = "pcl", lam: float 
     passes each); kind="supervised": the twin on batches of 2 `batch` (the same number of forward passes)."""
     if kind not in ("pcl", "supervised"):
         raise ValueError(f"kind must be 'pcl' or 'supervised', got {kind!r}")
-    iters, batch = check_int("iters", iters, 1), check_int("batch", batch, 1)
-    schedule = linear_schedule() if schedule is None else schedule
+    iters, batch = check_int("iters", iters, 1, MAX_ITERS), check_int("batch", batch, 1, 10**6)
+    # NumPy arrays are taken too (as float32 tensors); a float32 tensor passes unchanged
+    X, Y = _as_tensor("X", X), _as_tensor("Y", Y)
+    if len(X) != len(Y):
+        raise ValueError(f"X and Y must have the same number of rows, got {tuple(X.shape)}, {tuple(Y.shape)}")
+    lam, lr = check_float("lam", lam, 0.0), check_positive("lr", lr)
+    hidden = check_int("hidden", hidden, 1, 10**5)
+    schedule = linear_schedule() if schedule is None else _as_tensor("schedule", schedule, ndim=1)
+    if len(schedule) < 2:
+        raise ValueError(f"schedule must have at least 2 noise levels, got {len(schedule)}")
     torch.manual_seed(check_seed(seed))
     model = PCLNet(X.shape[1], Y.shape[1], hidden, T=len(schedule), supervised=kind == "supervised")
     opt = torch.optim.Adam(model.parameters(), lr)
@@ -152,8 +237,15 @@ def pcl_predict(model: PCLNet, x: torch.Tensor, steps: tuple[int, ...] = (999,),
                 seed: int = 0) -> torch.Tensor:
     """Multi-step prediction: y_hat = f(x, eps, t_1) from pure noise, then for each later t_k re-noise y_hat to level
     t_k and predict again. `steps` are decreasing noise levels; one level is single-step prediction."""
-    schedule = linear_schedule(model.T) if schedule is None else schedule
-    steps = tuple(int(s) for s in steps)
+    model = _check_model(model)
+    schedule = linear_schedule(model.T) if schedule is None else _check_schedule(schedule, model.T)
+    if isinstance(steps, (int, np.integer)):
+        steps = (steps,)
+    try:
+        steps = tuple(check_int("steps", s, None) for s in steps)
+    except TypeError:
+        raise ValueError(f"steps must be a sequence of integer noise levels, got {steps!r}") from None
+    x = _as_tensor("x", x)
     if not steps or any(not 0 <= s < len(schedule) for s in steps) or any(a <= b for a, b in zip(steps, steps[1:])):
         raise ValueError(f"steps must be strictly decreasing noise levels in 0..{len(schedule) - 1}, got {steps}")
     if x.ndim != 2 or x.shape[1] != model.in_dim:
@@ -169,7 +261,16 @@ def pcl_predict(model: PCLNet, x: torch.Tensor, steps: tuple[int, ...] = (999,),
 
 # %% ../../nbs/supervised/01_pcl.ipynb #4563a98b
 def rmse(pred: torch.Tensor, y: torch.Tensor) -> float:
-    "Root mean squared error over every entry."
+    "Root mean squared error over every entry (`pred` and `y` of one shape: no broadcasting)."
+    pred = pred.detach() if isinstance(pred, torch.Tensor) else torch.as_tensor(check_array("pred", pred))
+    y = y.detach() if isinstance(y, torch.Tensor) else torch.as_tensor(check_array("y", y))
+    if pred.shape != y.shape:  # (3, 1) against (3,) would broadcast to (3, 3): a wrong answer
+        raise ValueError(f"pred and y must have the same shape, got {tuple(pred.shape)} and {tuple(y.shape)}")
+    if pred.numel() == 0:
+        raise ValueError("pred and y must not be empty")
+    for name, v in (("pred", pred), ("y", y)):
+        if not (v.is_floating_point() or v.dtype in (torch.int32, torch.int64)) or not bool(torch.isfinite(v).all()):
+            raise ValueError(f"{name} must hold finite real numbers")
     return float(((pred - y) ** 2).mean().sqrt())
 
 
@@ -177,6 +278,7 @@ def prediction_spread(model: PCLNet, x: torch.Tensor, draws: int = 8, steps: tup
                       schedule: torch.Tensor | None = None, seed: int = 0) -> float:
     "Spread of predictions over `draws` pure-noise starts: root mean (over entries) of the per-entry variance."
     draws = check_int("draws", draws, 2)
+    check_memory("draws", 4.0 * draws * np.prod(np.shape(x)[:1]) * getattr(_check_model(model), "label_dim", 1))
     P = torch.stack([pcl_predict(model, x, steps, schedule, seed=1000 * seed + d) for d in range(draws)])
     return float(P.var(0, unbiased=True).mean().sqrt())
 
@@ -228,6 +330,10 @@ def predict_in_label_units(model: PCLNet, X: np.ndarray, Y: np.ndarray, n_test: 
                            schedule: torch.Tensor, seed: int = 0) -> np.ndarray:
     """The whole test-time path from raw arrays: scale with the training rows' statistics, predict the last `n_test`
     rows from pure noise with `steps`, map back to label units. Test labels must not change the result."""
+    X, Y = check_array("X", X, ndim=2, dtype=np.float32), check_array("Y", Y, ndim=2, dtype=np.float32)
+    if len(X) != len(Y):
+        raise ValueError(f"X and Y must have the same number of rows, got {X.shape}, {Y.shape}")
+    n_test = check_int("n_test", n_test, 1, max(1, len(X) - 1))
     _, _, Xte, _, (my, sy) = _standardise(X, Y, n_test)
     return pcl_predict(model, Xte, steps, schedule, seed=seed).numpy() * sy + my
 
@@ -235,6 +341,10 @@ def predict_in_label_units(model: PCLNet, X: np.ndarray, Y: np.ndarray, n_test: 
 def energy_drift(n_sims: int = 200, n_particles: int = 5, steps: int = 100, dt: float = 0.01, k: float = 1.0,
                  seed: int = 0) -> dict:
     "Largest relative energy error over a run, checked every 10 steps, and the derived band k n dt^2/(4 - k n dt^2)."
+    n_sims, n_particles = check_int("n_sims", n_sims, 1), check_int("n_particles", n_particles, 2)
+    steps, seed = check_int("steps", steps, 10), check_seed(seed)
+    dt, k = check_positive("dt", dt), check_positive("k", k)
+    _check_work(n_sims, n_particles, steps)
     x, v, A = SK.random_springs(n_sims, n_particles, seed=seed)
     e0 = SK.springs_energy(x, v, A, k)
     worst = 0.0
