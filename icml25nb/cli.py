@@ -248,26 +248,30 @@ def _publish_run(out: Path, write):
     try:
         value = write(stage)
         os.chmod(stage, 0o777 & ~_umask())
-        old = None
-        with file_lock(target):
-            problem = _run_folder_problem(target)
-            if problem:  # something else was put there while the chapter ran
-                keep = True
-                raise UsageError(f"--out {str(out)!r} {problem}; this run's files are in {stage}")
-            try:
-                with _interrupts_deferred():
-                    if os.path.lexists(target):
-                        old = target.with_name(f".{target.name}.old-{stage.name.rsplit('-', 1)[-1]}")
-                        os.rename(target, old)
-                    os.rename(stage, target)
-            except OSError as e:
-                if old is not None and not os.path.lexists(target):
-                    with contextlib.suppress(OSError):
-                        os.rename(old, target)
-                keep = True
-                raise OSError(e.errno, f"could not move the run into {out} ({e.strerror}); its files are in {stage}") from None
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        old, moved = None, False
+        try:
+            with file_lock(target):
+                problem = _run_folder_problem(target)
+                if problem:  # something else was put there while the chapter ran
+                    keep = True
+                    raise UsageError(f"--out {str(out)!r} {problem}; this run's files are in {stage}")
+                try:
+                    with _interrupts_deferred():
+                        if os.path.lexists(target):
+                            old = target.with_name(f".{target.name}.old-{stage.name.rsplit('-', 1)[-1]}")
+                            os.rename(target, old)
+                        os.rename(stage, target)
+                        moved = True
+                except OSError as e:
+                    if old is not None and not os.path.lexists(target):
+                        with contextlib.suppress(OSError):
+                            os.rename(old, target)
+                    keep = True
+                    raise OSError(e.errno, f"could not move the run into {out} ({e.strerror}); its files are in "
+                                  f"{stage}") from None
+        finally:
+            if moved and old is not None:  # the previous run, now replaced
+                shutil.rmtree(old, ignore_errors=True)
         return value
     except BaseException:
         if not keep:

@@ -1046,9 +1046,9 @@ def save_figures(figures: dict, out_dir: str | Path, dpi: int = 110) -> list[Pat
     import matplotlib.pyplot as plt
     if not isinstance(figures, dict):
         raise ArgumentTypeError(f"figures must be a dict {{name: Figure}}, got {_tname(figures)}")
-    dpi = check_float("dpi", dpi, 0, 10_000, open_min=True)
     out_dir = Path(out_dir)
     try:
+        dpi = check_float("dpi", dpi, 0, 10_000, open_min=True)
         for name, fig in figures.items():
             _figure_name(name)
             if not hasattr(fig, "savefig"):
