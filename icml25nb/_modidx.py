@@ -809,6 +809,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'icml25nb.core._discover': ('core.html#_discover', 'icml25nb/core.py'),
                                'icml25nb.core._figure_name': ('core.html#_figure_name', 'icml25nb/core.py'),
                                'icml25nb.core._fmt': ('core.html#_fmt', 'icml25nb/core.py'),
+                               'icml25nb.core._hidden_name': ('core.html#_hidden_name', 'icml25nb/core.py'),
                                'icml25nb.core._in_jupyter': ('core.html#_in_jupyter', 'icml25nb/core.py'),
                                'icml25nb.core._jsonable': ('core.html#_jsonable', 'icml25nb/core.py'),
                                'icml25nb.core._measure': ('core.html#_measure', 'icml25nb/core.py'),

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from .core import (SCALES, chapters, claims_report_text, file_lock, get_chapter, run_chapter, run_problems,
-                           save_figures, save_result, to_jsonable, _umask)
+                           save_figures, save_result, to_jsonable, _hidden_name, _umask)
 
 # %% auto #0
 __all__ = ['MAX_REPEAT', 'RUN_FILES', 'BLOCKS', 'UsageError', 'build_parser', 'cmd_list', 'cmd_run', 'claims_report',
@@ -243,7 +243,7 @@ def _publish_run(out: Path, write):
     Returns what `write` returns. If `out` cannot be replaced, the run's files stay in the new folder, named in the error."""
     target = out.resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
+    stage = Path(tempfile.mkdtemp(prefix=_hidden_name(target.name, "new-"), dir=target.parent))
     keep = False
     try:
         value = write(stage)
@@ -258,7 +258,7 @@ def _publish_run(out: Path, write):
                 try:
                     with _interrupts_deferred():
                         if os.path.lexists(target):
-                            old = target.with_name(f".{target.name}.old-{stage.name.rsplit('-', 1)[-1]}")
+                            old = target.with_name(_hidden_name(target.name, "old-") + stage.name.rsplit("-", 1)[-1])
                             os.rename(target, old)
                         os.rename(stage, target)
                         moved = True

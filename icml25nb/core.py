@@ -863,6 +863,8 @@ def assert_sweep_agrees(chapter: Chapter | str, rows: Sequence[ClaimResult], see
 
 # %% ../nbs/00_core.ipynb #a7c31e02
 import contextlib
+import errno
+import hashlib
 import numbers
 import tempfile
 import time
@@ -939,19 +941,35 @@ def _umask() -> int:
     os.umask(mask)
     return mask
 
+def _hidden_name(name: str, tag: str) -> str:
+    "`.NAME.TAG`, for a file beside `NAME`; a long NAME is cut and a hash of it added, so the result stays a legal name."
+    raw = os.fsencode(name)
+    if len(raw) > 160:
+        name = f"{name[:40]}~{hashlib.sha1(raw).hexdigest()[:12]}"
+    return f".{name}.{tag}"
+
 def write_atomic(path: str | Path, data: str | bytes | Callable) -> Path:
     """Write `data` (text, bytes, or a function that writes to a binary file) to `path` atomically: a unique temporary
     file in the same folder (`.NAME.XXXX.tmp`), flushed to disk, then `os.replace`. A reader sees the old file or the
     new one, never part of one; two writers never share a temporary; an interrupted write (Ctrl-C, an exception in
     `data`) leaves the old file as it was and no temporary behind. Parents are created; a new file gets the usual
-    permissions (the umask), an existing one keeps its own."""
+    permissions (the umask), an existing one keeps its own. A symbolic link is kept: the file it points to is
+    replaced. Something that is not a regular file (`/dev/stdout`, a pipe) is written in place, as `open` would."""
     path = Path(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
+    if path.exists() and not path.is_file():
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        with open(path, "wb") as f:
+            data(f) if callable(data) else f.write(data.encode() if isinstance(data, str) else bytes(data))
+        return path
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = path.stat().st_mode & 0o7777
     except OSError:
         mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=_hidden_name(path.name, ""), suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             if callable(data):
@@ -977,7 +995,7 @@ def file_lock(path: str | Path, timeout: float = 120.0):
     if fcntl is None:
         yield
         return
-    lock = path.with_name(f".{path.name}.lock")
+    lock = path.with_name(_hidden_name(path.name, "lock"))
     lock.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + timeout
     while True:

@@ -498,6 +498,34 @@ def test_write_atomic_under_many_threads_always_parses(tmp_path):
     assert (path.stat().st_mode & 0o777) == 0o666 & ~core._umask()  # not mkstemp's 0600
 
 
+def test_write_atomic_keeps_links_devices_and_long_names(tmp_path):
+    """A link stays a link (the file it points to is replaced); /dev/null stays a device (as root, a rename onto it
+    would have replaced the device node: `claims --save /dev/stdout` must print, not clobber); a name near the
+    255-byte limit still gets its temporary and lock files beside it."""
+    import stat
+    real = tmp_path / "real.json"
+    real.write_text("0")
+    (tmp_path / "link.json").symlink_to(real)
+    write_atomic(tmp_path / "link.json", "1")
+    assert (tmp_path / "link.json").is_symlink() and real.read_text() == "1"
+    write_atomic(Path(os.devnull), "ignored")
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    assert "Is a directory" in str(outcome_of(lambda: write_atomic(tmp_path, "x")))
+    long = tmp_path / ("é" * 120 + ".json")  # 241 bytes
+    with file_lock(long):
+        write_atomic(long, "2")
+    assert long.read_text() == "2" and sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["real.json", "link.json", long.name])
+
+
+def test_run_into_a_folder_with_a_long_name(toy, tmp_path, capsys):
+    out = tmp_path / ("r" * 250)
+    for seed in (1, 2):
+        code, _, err = _main(capsys, "run", SLUG, "--seed", seed, "--out", out)
+        assert code == 0, err
+    assert _run_files(out) == (2, 2) and sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+
+
 def test_file_lock_serialises_read_modify_write(tmp_path):
     path = tmp_path / "counter.json"
     write_atomic(path, "0")
