@@ -2059,6 +2059,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'icml25nb.sweep._committed_location': ('sweep.html#_committed_location', 'icml25nb/sweep.py'),
                                 'icml25nb.sweep._merge_runs': ('sweep.html#_merge_runs', 'icml25nb/sweep.py'),
                                 'icml25nb.sweep._nan': ('sweep.html#_nan', 'icml25nb/sweep.py'),
+                                'icml25nb.sweep._one_line': ('sweep.html#_one_line', 'icml25nb/sweep.py'),
                                 'icml25nb.sweep._record_status': ('sweep.html#_record_status', 'icml25nb/sweep.py'),
                                 'icml25nb.sweep._run_local': ('sweep.html#_run_local', 'icml25nb/sweep.py'),
                                 'icml25nb.sweep._run_ray': ('sweep.html#_run_ray', 'icml25nb/sweep.py'),

@@ -289,25 +289,37 @@ def _stored_runs(path: Path, chapter: Chapter, scale: str, provenance: dict, str
     if not path.exists():
         return {}
     try:
-        old = read_json(path, "sweep file")
-        if not isinstance(old, dict) or not isinstance(old.get("claims"), dict):
-            raise ValueError(f"sweep file {path} is not a sweep record (a JSON object with seeds and claims)")
-        if not _can_resume(old, chapter, scale, provenance):
-            return {}
-        runs = runs_from_record(old)
-        for s, err in (old.get("errors") or {}).items():
-            if int(s) not in runs:
-                runs[int(s)] = {"seed": int(s), "wall_s": float("nan"), "error": str(err)}
-        return runs
+        old = read_json(path, "sweep file")  # a ValueError that names the file
     except ValueError as e:
         if not strict:
             return {}
         raise ValueError(f"{e}; {_FIX_SWEEP_FILE}") from None
-    except (KeyError, TypeError, IndexError, AttributeError) as e:
+    try:
+        if not isinstance(old, dict) or not isinstance(old.get("claims"), dict) or not isinstance(old.get("seeds"), list):
+            raise ValueError("not a JSON object with seeds and claims")
+        if not _can_resume(old, chapter, scale, provenance):
+            return {}
+        if not all(type(s) is int and 0 <= s < 2**63 for s in old["seeds"]):
+            raise ValueError("its seeds are not all integers in [0, 2**63)")
+        runs = runs_from_record(old)
+        errors = old.get("errors") or {}
+        for s, err in errors.items():
+            if not (isinstance(s, str) and s.isdigit() and int(s) < 2**63):
+                raise ValueError(f"error of seed {s!r}")
+            if int(s) not in runs:
+                runs[int(s)] = {"seed": int(s), "wall_s": None, "error": str(err)}
+        sweep_record(chapter, scale, runs, version="check", provenance=provenance)  # its values can be read back
+        return runs
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError) as e:
         if not strict:
             return {}
-        raise ValueError(f"sweep file {path} is not a valid sweep record ({type(e).__name__}: {e}); "
-                         f"{_FIX_SWEEP_FILE}") from None
+        what = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
+        raise ValueError(f"sweep file {path} is not a valid sweep record ({_one_line(what)}); {_FIX_SWEEP_FILE}") from None
+
+def _one_line(text: str, limit: int = 200) -> str:
+    "`text` on one line, cut to `limit` characters."
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 def _merge_runs(stored: dict[int, dict], ours: dict[int, dict]) -> dict[int, dict]:
     """Seeds from the file (`stored`: another sweep's, or ours from before) and this sweep's (`ours`): ours win,
@@ -488,7 +500,10 @@ def check_against_sweep(chapter: Chapter | str, seed: int = 0) -> list[str]:
                         _nan(r["control_measured"]), r["control_passed"], timed=r.get("timed", False),
                         status=r.get("status", "active")) for r in run["rows"]]
     hint = f"restore it from git, or rerun `icml25nb sweep {chapter.slug} --rerun`"
-    return sweep_disagreements(read_json(path, "sweep file", hint), rows, seed)
+    rec = read_json(path, "sweep file", hint)
+    if not isinstance(rec, dict) or not isinstance(rec.get("claims"), dict) or not isinstance(rec.get("seeds"), list):
+        raise ValueError(f"sweep file {path} is not a sweep record (a JSON object with seeds and claims); {hint}")
+    return sweep_disagreements(rec, rows, seed)
 
 # %% ../nbs/03_sweep.ipynb #d8e3c2d9
 def strip_plot(record: dict, max_cols: int = 4):

@@ -34,7 +34,7 @@ from icml25nb.core import (Chapter, Claim, check_scale, claim_status, file_lock,
                            register, save_figures, save_result, to_jsonable, write_atomic)
 from icml25nb.registration import is_sweep_output
 
-from fuzzutil import assert_refused, outcome
+from fuzzutil import assert_refused, outcome, same
 
 SLUG = "toy_fuzz_io"
 PAUSE = {"s": 0.0}  # seconds each toy seed sleeps (the concurrency tests set it so that two sweeps overlap)
@@ -442,6 +442,55 @@ def test_a_corrupt_sweep_file_is_named_with_a_way_out(toy, tmp_path, capsys, con
     code, _, err = _main(capsys, "sweep", SLUG, "--seeds", "0", "--out", tmp_path, "--engine", "serial", "--rerun")
     assert code == 0, err
     assert json.loads(path.read_text())["seeds"] == [0]
+
+
+@pytest.fixture(scope="module")
+def stored(toy, tmp_path_factory):
+    "A real sweep file of the toy (seeds 0-2, one crashed seed added), its folder and its provenance."
+    d = tmp_path_factory.mktemp("stored")
+    rec = json.loads(Path(sw.sweep(toy, "0-2", engine="serial", out=d, root=d)["path"]).read_text())
+    rec["errors"] = {"5": "RuntimeError: boom"}
+    return rec, d, sw.sweep_provenance(toy, d)
+
+
+def _paths(x, prefix=()):
+    "Every place in a JSON value, as a tuple of keys."
+    yield prefix
+    items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
+    for k, v in items:
+        yield from _paths(v, prefix + (k,))
+
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-3, 2**64), st.floats(allow_nan=False), st.text(max_size=3),
+              st.sampled_from(["inf", "-inf", "0", "paper", ">=", "fast"])),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=3), inner, max_size=3)),
+    max_leaves=6)
+
+
+@given(st.data())
+def test_a_damaged_sweep_file_is_kept_or_refused_by_name(toy, stored, data):
+    """Any one value of a real sweep file replaced or removed: reading it back for a resume gives runs that make a
+    valid record, or a one-line refusal that names the file and the way out; a write merges or overwrites, never crashes."""
+    rec, d, prov = stored
+    rec = json.loads(json.dumps(rec))
+    where = data.draw(st.sampled_from(list(_paths(rec))[1:]))
+    node = rec
+    for k in where[:-1]:
+        node = node[k]
+    if data.draw(st.booleans()) and isinstance(node, dict):
+        del node[where[-1]]
+    else:
+        node[where[-1]] = data.draw(json_values)
+    path = d / f"{SLUG}.sweep.json"
+    write_atomic(path, json.dumps(rec))
+    kind, runs = outcome(sw._stored_runs, path, toy, "fast", prov, strict=True)
+    if kind == "refused":
+        assert str(path) in str(runs) and "--rerun" in str(runs)
+        runs = {}
+    assert same(sw._stored_runs(path, toy, "fast", prov, strict=False), runs)
+    merged = sw._merge_runs(runs, {9: {"seed": 9, "wall_s": 0.1, "error": "x"}})
+    json.dumps(sw.sweep_record(toy, "fast", merged, version="t", provenance=prov), allow_nan=False)
 
 
 def test_a_corrupt_committed_sweep_file_is_named(tmp_path):
