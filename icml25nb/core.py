@@ -956,9 +956,10 @@ def write_atomic(path: str | Path, data: str | bytes | Callable) -> Path:
     permissions (the umask), an existing one keeps its own. A symbolic link is kept: the file it points to is
     replaced. Something that is not a regular file (`/dev/stdout`, a pipe) is written in place, as `open` would."""
     path = Path(path)
+    in_place = str(path).startswith(("/dev/", "/proc/"))  # /dev/stdout, /proc/self/fd/1: the stream, not a file
     if path.is_symlink():
         path = Path(os.path.realpath(path))
-    if path.exists() and not path.is_file():
+    if path.exists() and (in_place or not path.is_file()):
         if path.is_dir():
             raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
         with open(path, "wb") as f:

@@ -567,6 +567,18 @@ def test_write_atomic_keeps_links_devices_and_long_names(tmp_path):
         ["real.json", "link.json", long.name])
 
 
+def test_claims_save_to_dev_stdout_prints(toy, tmp_path, capsys):
+    """`--save /dev/stdout` with stdout sent to a file: the JSON goes into that stream (a rename onto the file behind
+    /proc/self/fd/1 would have left the rest of the output in an unlinked file)."""
+    log = tmp_path / "log.txt"
+    r = subprocess.run([sys.executable, "-c", CHILD, "claims", SLUG, "--save", "/dev/stdout"],
+                       stdout=open(log, "w"), stderr=subprocess.PIPE, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    text = log.read_text()
+    assert "paper claims" in text and sorted(p.name for p in tmp_path.iterdir()) == ["log.txt"]
+    assert os.path.islink("/dev/stdout") or not os.path.isfile("/dev/stdout")  # the link was not replaced
+
+
 def test_run_into_a_folder_with_a_long_name(toy, tmp_path, capsys):
     out = tmp_path / ("r" * 250)
     for seed in (1, 2):
