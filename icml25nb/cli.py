@@ -6,20 +6,27 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import json
+import os
 import pkgutil
+import shutil
+import signal
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
-from .core import (SCALES, chapters, claims_report_text, get_chapter, run_chapter, run_problems, save_figures,
-                           save_result, to_jsonable)
+from .core import (SCALES, chapters, claims_report_text, file_lock, get_chapter, run_chapter, run_problems,
+                           save_figures, save_result, to_jsonable, _hidden_name, _umask)
 
 # %% auto #0
-__all__ = ['BLOCKS', 'UsageError', 'build_parser', 'cmd_list', 'cmd_run', 'claims_report', 'report_json', 'cmd_claims',
-           'cmd_register', 'cmd_sweep', 'kernel_benchmarks', 'format_bench', 'cmd_bench', 'main']
+__all__ = ['MAX_REPEAT', 'RUN_FILES', 'BLOCKS', 'UsageError', 'build_parser', 'cmd_list', 'cmd_run', 'claims_report',
+           'report_json', 'cmd_claims', 'cmd_register', 'cmd_sweep', 'kernel_benchmarks', 'format_bench', 'cmd_bench',
+           'main']
 
 # %% ../nbs/01_cli.ipynb #f5de6e3d
 class UsageError(Exception):
@@ -30,20 +37,45 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(message)
 
-def _int_arg(minimum: int, what: str):
-    "An argparse type accepting integers >= `minimum`; `what` is the error message's start."
+def _shown(text: object, limit: int = 60) -> str:
+    "`repr(text)`, cut to `limit` characters for an error message."
+    r = repr(text)
+    return r if len(r) <= limit else r[:limit - 4] + "...'"
+
+def _int_arg(minimum: int, what: str, maximum: int | None = None):
+    "An argparse type accepting integers in [`minimum`, `maximum`]; `what` is the error message's start."
     def parse(text: str) -> int:
         try:
             value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{what}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{what}, got {value}")
+        except ValueError:  # not an integer, or thousands of digits
+            raise argparse.ArgumentTypeError(f"{what}, got {_shown(text)}") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(f"{what}, got {_shown(text)}")
         return value
     return parse
 
-_seed = _int_arg(0, "must be a non-negative integer")
+MAX_REPEAT = 1000  # timing repeats of `bench`: more only takes longer
+
+# a seed must fit the int64 that NumPy, torch and numba take; refused here, before a chapter starts
+_seed = _int_arg(0, "must be a non-negative integer below 2**63", maximum=2**63 - 1)
 _positive_int = _int_arg(1, "must be a positive integer")
+_repeat = _int_arg(1, f"must be an integer in [1, {MAX_REPEAT}]", maximum=MAX_REPEAT)
+
+def _seeds(text: str) -> list[int]:
+    "An argparse type for seed lists (`sweep.parse_seeds`: 0-15, 0,3,7 or 4)."
+    from icml25nb.sweep import parse_seeds
+    try:
+        return parse_seeds(text)
+    except (TypeError, ValueError) as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+def _path_arg(what: str):
+    "An argparse type for a file or folder name: not empty, no NUL byte."
+    def parse(text: str) -> str:
+        if not text.strip() or "\0" in text:
+            raise argparse.ArgumentTypeError(f"must name a {what}, got {_shown(text)}")
+        return text
+    return parse
 
 # %% ../nbs/01_cli.ipynb #dec5ff4a
 def build_parser() -> argparse.ArgumentParser:
@@ -56,15 +88,16 @@ def build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("run", help="run one chapter's experiment and check its claims")
     pr.add_argument("slug", help="chapter slug (see `icml25nb list`)")
     pr.add_argument("--scale", default="fast", choices=SCALES, help="fast (tests, docs) or full (closer to the paper)")
-    pr.add_argument("--seed", default=0, type=_seed, help="random seed (non-negative integer)")
-    pr.add_argument("--out", default=None, help="output folder (default: runs/SLUG-SCALE-seedN)")
+    pr.add_argument("--seed", default=0, type=_seed, help="random seed (an integer in [0, 2**63))")
+    pr.add_argument("--out", default=None, type=_path_arg("folder"),
+                    help="output folder: new, empty or a previous run's (default: runs/SLUG-SCALE-seedN)")
     pc = sub.add_parser("claims", help="print the claims tables of chapters")
     pc.add_argument("slugs", nargs="*", help="chapter slugs (default: all chapters)")
     pc.add_argument("--all", action="store_true", help="all chapters")
     pc.add_argument("--scale", default="fast", choices=SCALES)
     pc.add_argument("--seed", default=0, type=_seed)
     pc.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    pc.add_argument("--save", default=None, metavar="FILE", help="also write the JSON report to FILE (the docs' dashboard)")
+    pc.add_argument("--save", default=None, metavar="FILE", type=_path_arg("file"), help="also write the JSON report to FILE (the docs' dashboard)")
     pg = sub.add_parser("register", help="fix a chapter's claims before its sweep: seeds 0-3, a file to commit")
     pg.add_argument("slug", help="chapter slug (see `icml25nb list`)")
     pg.add_argument("--again", default=None, metavar="REASON",
@@ -73,13 +106,13 @@ def build_parser() -> argparse.ArgumentParser:
     ps = sub.add_parser("sweep", help="run chapters on many seeds: reproduction rates (local processes or Ray)")
     ps.add_argument("slugs", nargs="*", help="chapter slugs")
     ps.add_argument("--all", action="store_true", help="all chapters")
-    ps.add_argument("--seeds", default="0-15", help="seeds: 0-15, 0,3,7 or 4 (default 0-15)")
+    ps.add_argument("--seeds", default="0-15", type=_seeds, help="seeds: 0-15, 0,3,7 or 4 (default 0-15)")
     ps.add_argument("--scale", default="fast", choices=SCALES)
     ps.add_argument("--engine", default="local", choices=("local", "ray", "serial"),
                     help="local: a process pool here; ray: Ray tasks (a local cluster, or --address); serial: in process")
     ps.add_argument("--address", default=None, help="address of an existing Ray cluster (engine ray)")
     ps.add_argument("--workers", default=None, type=_positive_int, help="parallel seeds (default: one per core)")
-    ps.add_argument("--out", default=None, help="output folder (default: next to the notebook in a checkout)")
+    ps.add_argument("--out", default=None, type=_path_arg("folder"), help="output folder (default: next to the notebook in a checkout)")
     ps.add_argument("--rerun", action="store_true", help="rerun seeds already in the output")
     ps.add_argument("--check", action="store_true", help="rerun seed 0 and compare with the committed sweep")
     ps.add_argument("--json", action="store_true", help="print the sweep records as JSON")
@@ -87,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     pb.add_argument("kernel", nargs="?", default=None, help="kernel module name (default: all)")
     pb.add_argument("--size", default="default", choices=("small", "default", "full"),
                     help="problem size: small (seconds), default, full (the largest, slow baselines skipped)")
-    pb.add_argument("--repeat", default=5, type=_positive_int)
+    pb.add_argument("--repeat", default=5, type=_repeat, help=f"timing repeats (1 to {MAX_REPEAT}, default 5)")
     pb.add_argument("--json", action="store_true")
     return p
 
@@ -125,43 +158,163 @@ def cmd_list(args) -> int:
     return 0
 
 # %% ../nbs/01_cli.ipynb #14e36d6c
-def _writable_dir(path: Path, arg: str = "--out") -> Path:
-    "Create `path` if needed and check that a file can be written there; UsageError otherwise."
+def _nearest_existing(path: Path) -> Path:
+    "`path` (absolute) or its nearest parent that exists."
+    p = Path(os.path.abspath(path))
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+def _check_writable(folder: Path, arg: str, shown: Path) -> None:
+    """Check that a file can be made in `folder` (or, where it does not exist yet, in its nearest existing parent) with a
+    probe file removed at once: nothing is left behind; UsageError otherwise."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".icml25nb-write-test"
-        probe.write_text("ok")
-        probe.unlink()
+        base = _nearest_existing(folder)
+        if not base.is_dir():
+            raise UsageError(f"{arg} {str(shown)!r} is not writable: {base} is a file, not a folder")
+        fd, probe = tempfile.mkstemp(prefix=".icml25nb-write-test-", dir=base)
+        os.close(fd)
+        os.unlink(probe)
     except OSError as e:
-        raise UsageError(f"{arg} {str(path)!r} is not writable: {e.strerror or e}") from None
+        raise UsageError(f"{arg} {str(shown)!r} is not writable: {e.strerror or e}") from None
+
+def _writable_dir(path: Path, arg: str = "--out") -> Path:
+    """Check, creating nothing, that `path` is a folder or can become one and that files can be written there;
+    UsageError otherwise. The folder is made when the first file is written, so a run that fails first leaves none."""
+    try:
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"{arg} {str(path)!r} is a file, not a folder")
+    except OSError as e:
+        raise UsageError(f"{arg} {str(path)!r} is not usable: {e.strerror or e}") from None
+    _check_writable(path, arg, path)
     return path
 
+RUN_FILES: tuple[str, ...] = ("result.json", "claims.json")  # and one PNG per figure
+
+def _run_folder_problem(out: Path) -> str:
+    """Why the folder `out` cannot take a run's files (empty: it can). A run replaces the folder as a whole, so it must
+    be new, empty, or a previous run's (`RUN_FILES` and PNG figures only), and neither the current folder nor above it."""
+    try:
+        real, here = out.resolve(), Path.cwd().resolve()
+        if real == here or real in here.parents:
+            return "is the current folder or one above it; give a new folder for the run"
+        if not out.exists():
+            return ""
+        if not out.is_dir():
+            return "is a file, not a folder"
+        entries = list(out.iterdir())
+        foreign = sorted(p.name for p in entries
+                         if p.is_symlink() or not p.is_file() or not (p.name in RUN_FILES or p.suffix == ".png"))
+    except OSError as e:
+        return f"is not usable: {e.strerror or e}"
+    if foreign:
+        return (f"holds files that are not a run's ({', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}), "
+                "and a run replaces the folder as a whole; give a new or empty folder, or a previous run's")
+    if entries and not any(p.name in RUN_FILES for p in entries):
+        return "holds PNG files but no run (no result.json or claims.json); give a new or empty folder, or a previous run's"
+    return ""
+
+def _check_run_folder(out: Path) -> None:
+    "UsageError unless `out` can take a run's files and they can be written beside it first (see `_publish_run`)."
+    problem = _run_folder_problem(out)
+    if problem:
+        raise UsageError(f"--out {str(out)!r} {problem}")
+    _check_writable(Path(os.path.abspath(out)).parent, "--out", out)
+
+@contextlib.contextmanager
+def _interrupts_deferred():
+    "Ctrl-C (SIGINT) during the block waits until it is done, then raises KeyboardInterrupt (main thread only)."
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
+        yield
+        return
+    caught = []
+    old = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+        if caught:
+            raise KeyboardInterrupt
+
+def _publish_run(out: Path, write):
+    """Write a run's files with `write(folder)` into a new hidden folder beside `out`, then move that folder into `out`'s
+    place (two renames, under a lock, Ctrl-C deferred): a reader of `out` finds the previous run or this one, whole,
+    never a mix of both, and a write that fails or is interrupted leaves `out` as it was and nothing else behind.
+    Returns what `write` returns. If `out` cannot be replaced, the run's files stay in the new folder, named in the error."""
+    target = out.resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=_hidden_name(target.name, "new-"), dir=target.parent))
+    keep = False
+    try:
+        value = write(stage)
+        os.chmod(stage, 0o777 & ~_umask())
+        old, moved = None, False
+        try:
+            with file_lock(target):
+                problem = _run_folder_problem(target)
+                if problem:  # something else was put there while the chapter ran
+                    keep = True
+                    raise UsageError(f"--out {str(out)!r} {problem}; this run's files are in {stage}")
+                try:
+                    with _interrupts_deferred():
+                        if os.path.lexists(target):
+                            old = target.with_name(_hidden_name(target.name, "old-") + stage.name.rsplit("-", 1)[-1])
+                            os.rename(target, old)
+                        os.rename(stage, target)
+                        moved = True
+                except OSError as e:
+                    if old is not None and not os.path.lexists(target):
+                        with contextlib.suppress(OSError):
+                            os.rename(old, target)
+                    keep = True
+                    raise OSError(e.errno, f"could not move the run into {out} ({e.strerror}); its files are in "
+                                  f"{stage}") from None
+        finally:
+            if moved and old is not None:  # the previous run, now replaced
+                shutil.rmtree(old, ignore_errors=True)
+        return value
+    except BaseException:
+        if not keep:
+            shutil.rmtree(stage, ignore_errors=True)
+        raise
+
 def cmd_run(args) -> int:
-    """Run one chapter: result.json, claims.json and figures in the output folder; exit 1 only if something is broken
-    (`run_problems`: a check fails, a claim cannot be measured, or a verdict differs from the committed sweep's)."""
+    """Run one chapter: result.json, claims.json and figures in the output folder, which the run replaces as a whole
+    (`_publish_run`); exit 1 only if something is broken (`run_problems`: a check fails, a claim cannot be measured,
+    or a verdict differs from the committed sweep's; or the figures could not be made)."""
     chapter = get_chapter(args.slug)
-    out = _writable_dir(Path(args.out or f"runs/{chapter.slug}-{args.scale}-seed{args.seed}"))
+    out = Path(args.out or f"runs/{chapter.slug}-{args.scale}-seed{args.seed}")
+    _check_run_folder(out)
     print(f"running {chapter.slug} ({chapter.part}: {chapter.title}) at scale {args.scale!r}, seed {args.seed}",
           file=sys.stderr)
     t0 = time.perf_counter()
     result, rows = run_chapter(chapter, scale=args.scale, seed=args.seed)
     seconds = time.perf_counter() - t0
     problems = run_problems(chapter, rows, args.seed, args.scale)
-    save_result(result, out / "result.json")
-    save_result({"slug": chapter.slug, "scale": args.scale, "seed": args.seed, "seconds": seconds,
-                 "contract_holds": not problems, "problems": problems,
-                 "claims": [r.to_dict() for r in rows]}, out / "claims.json")
-    figures = []
-    if chapter.plots is not None:
+    claims = {"slug": chapter.slug, "scale": args.scale, "seed": args.seed, "seconds": seconds,
+              "contract_holds": not problems, "problems": problems, "claims": [r.to_dict() for r in rows]}
+    broken = []
+
+    def write(folder: Path) -> list[Path]:
+        save_result(result, folder / "result.json")
+        save_result(claims, folder / "claims.json")
+        if chapter.plots is None:
+            return []
         import matplotlib
         matplotlib.use("Agg")
-        figures = save_figures(chapter.plots(result), out)
+        try:  # a plot that fails costs the figures, not the results
+            return save_figures(chapter.plots(result), folder)
+        except Exception as e:  # noqa: BLE001
+            broken.append(f"figures: {type(e).__name__}: {e}".splitlines()[0])
+            return []
+
+    figures = _publish_run(out, write)
     print(claims_report_text(rows))
-    for p in problems:
+    for p in problems + broken:
         print(f"broken: {p}")
     print(f"{chapter.slug}: {seconds:.1f} s; wrote {out}/result.json, claims.json"
           + (f" and {len(figures)} figure(s)" if figures else ""))
-    return 1 if problems else 0
+    return 1 if problems or broken else 0
 
 # %% ../nbs/01_cli.ipynb #f7cdac14
 def claims_report(slugs: list[str] | None = None, scale: str = "fast", seed: int = 0) -> dict:
@@ -187,8 +340,13 @@ def cmd_claims(args) -> int:
     if args.all and args.slugs:
         raise UsageError("give chapter slugs or --all, not both")
     save = Path(args.save) if args.save else None
-    if save is not None:
-        _writable_dir(save.parent, "--save")
+    if save is not None:  # checked before the chapters run (creating nothing); the file is written atomically
+        try:
+            if save.is_dir():
+                raise UsageError(f"--save {str(save)!r} is a folder; give a file name")
+        except OSError as e:
+            raise UsageError(f"--save {str(save)!r} is not usable: {e.strerror or e}") from None
+        _check_writable(Path(os.path.abspath(save)).parent, "--save", save)
     report = claims_report(args.slugs, scale=args.scale, seed=args.seed)
     if save is not None:
         save_result(report_json(report), save)
@@ -260,7 +418,7 @@ def cmd_sweep(args) -> int:
     seeds = parse_seeds(args.seeds)
     if args.address and args.engine != "ray":
         raise UsageError("--address is for --engine ray")
-    if args.out:
+    if args.out:  # checked, not created: the first seed's write makes it
         _writable_dir(Path(args.out))
     else:  # the committed files: every chapter registered and the tree clean, checked before any seed runs
         from icml25nb.registration import registration_problems
@@ -338,15 +496,29 @@ def cmd_bench(args) -> int:
 _COMMANDS = {"list": cmd_list, "run": cmd_run, "claims": cmd_claims, "register": cmd_register, "sweep": cmd_sweep,
              "bench": cmd_bench}
 
+def _one_line(e: BaseException) -> str:
+    "An exception's message on one line."
+    return " ".join(line.strip() for line in str(e).splitlines() if line.strip()) or type(e).__name__
+
 def main(argv: list[str] | None = None) -> int:
     "Entry point of the `icml25nb` console script; returns the exit code."
     try:
         args = build_parser().parse_args(argv)
-        return _COMMANDS[args.command](args)
+        code = _COMMANDS[args.command](args)
+        sys.stdout.flush()  # a reader that went away (`| head`) shows here, not as a traceback at exit
+        return code
     except (UsageError, ValueError, TypeError) as e:
         # ValueError/TypeError here come from the library's argument checks (unknown slug, bad scale, ...).
-        print(f"icml25nb: error: {e}", file=sys.stderr)
+        print(f"icml25nb: error: {_one_line(e)}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # stdout's reader is gone: stop quietly, as `cat` does
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except OSError as e:  # a file that could not be read or written (a full disk, permissions, a lock held too long)
+        where = f": {e.filename}" if e.filename else ""
+        print(f"icml25nb: error: {_one_line(e.strerror) if e.strerror else _one_line(e)}{where}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("icml25nb: interrupted", file=sys.stderr)
         return 130

@@ -29,7 +29,7 @@ __all__ = ['SCALES', 'OPS', 'KINDS', 'SOURCES', 'TESTS', 'STATUSES', 'PARTS', 'L
            'get_chapter', 'run_chapter', 'control_fails', 'claim_discriminates', 'seed_independent', 'constant_control',
            'claim_status', 'record_verdicts', 'record_claim_status', 'repo_root', 'chapter_file', 'sweep_path',
            'load_sweep', 'sweep_disagreements', 'run_problems', 'SweepAgreement', 'assert_sweep_agrees', 'to_jsonable',
-           'save_result', 'save_figures', 'convergence_plot']
+           'write_atomic', 'file_lock', 'read_json', 'save_result', 'save_figures', 'convergence_plot']
 
 # %% ../nbs/00_core.ipynb #3f09a8a0
 SCALES: tuple[str, ...] = ("fast", "full")
@@ -784,9 +784,18 @@ def sweep_path(chapter: Chapter | str, scale: str = "fast", root: Path | None = 
     return chapter_file(chapter, ".sweep.json" if check_scale(scale) == "fast" else f".sweep-{scale}.json", root)
 
 def load_sweep(chapter: Chapter | str, scale: str = "fast", root: Path | None = None) -> dict | None:
-    "The committed sweep results of `chapter` (None if there are none)."
+    """The committed sweep results of `chapter` (None if there are none); a file that cannot be read as a sweep record
+    is a one-line ValueError that names it and says how to proceed."""
     p = sweep_path(chapter, scale, root)
-    return json.loads(p.read_text()) if p is not None and p.exists() else None
+    if p is None or not p.exists():
+        return None
+    slug = chapter if isinstance(chapter, str) else chapter.slug
+    hint = (f"restore it (`git checkout -- {p.name}` in its folder) or rerun `icml25nb sweep {slug}"
+            + (f" --scale {scale}" if scale != "fast" else "") + " --rerun`")
+    rec = read_json(p, "sweep file", hint)
+    if not isinstance(rec, dict) or not isinstance(rec.get("claims"), dict) or not isinstance(rec.get("seeds"), list):
+        raise ValueError(f"sweep file {p} is not a sweep record (a JSON object with seeds and claims); {hint}")
+    return rec
 
 def sweep_disagreements(sweep: dict, rows: Sequence[ClaimResult], seed: int = 0) -> list[str]:
     """How `rows` (one run with `seed`) differ from the sweep's verdicts for that seed: claim set, passed, control passed.
@@ -859,51 +868,226 @@ def assert_sweep_agrees(chapter: Chapter | str, rows: Sequence[ClaimResult], see
     return SweepAgreement(f"Seed {seed} agrees with the committed sweep ({len(sweep['seeds'])} seeds, version "
                           f"`{sweep.get('version')}`; {where}).")
 
+# %% ../nbs/00_core.ipynb #a7c31e02
+import contextlib
+import errno
+import hashlib
+import numbers
+import tempfile
+import time
+
+try:
+    import fcntl  # POSIX file locks
+except ImportError:  # not POSIX: writes stay atomic, but concurrent writers are not serialised
+    fcntl = None
+
 # %% ../nbs/00_core.ipynb #16e2c7e2
-def to_jsonable(obj: Any) -> Any:
-    "`obj` with NumPy/torch arrays and scalars, dataclasses, tuples and paths turned into JSON types."
+def _where(path: tuple) -> str:
+    "A location in a nested value, `value['a'][2]`, from the linked pairs `_jsonable` keeps."
+    keys = []
+    while path:
+        path, key = path
+        keys.append(f"[{key!r}]")
+    return "value" + "".join(reversed(keys))
+
+def _jsonable(obj: Any, path: tuple, active: set) -> Any:
     if is_dataclass(obj) and not isinstance(obj, type):
-        return to_jsonable(asdict(obj))
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, Path):
-        return str(obj)
+        obj = asdict(obj)
     if hasattr(obj, "detach") and hasattr(obj, "cpu"):  # torch tensor
         obj = obj.detach().cpu().numpy()
     if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, (np.bool_, bool)):
+        obj = obj.tolist()
+    if isinstance(obj, (dict, list, tuple, set, frozenset)):
+        key = id(obj)
+        if key in active:
+            raise ValueError(f"{_where(path)} holds itself (a circular reference): it cannot be written as JSON")
+        active.add(key)
+        try:
+            if isinstance(obj, dict):
+                return {str(k): _jsonable(v, (path, k), active) for k, v in obj.items()}
+            if isinstance(obj, (set, frozenset)):
+                try:
+                    obj = sorted(obj)
+                except TypeError:
+                    obj = sorted(obj, key=repr)
+            return [_jsonable(v, (path, i), active) for i, v in enumerate(obj)]
+        finally:
+            active.discard(key)
+    if obj is None or isinstance(obj, str):
+        return obj
+    if isinstance(obj, (bool, np.bool_)):
         return bool(obj)
-    if isinstance(obj, (np.integer,)):
+    if isinstance(obj, (numbers.Integral, np.integer)):
         return int(obj)
-    if isinstance(obj, (float, np.floating)):
+    if isinstance(obj, (numbers.Real, np.floating)):
         v = float(obj)
         if math.isinf(v):
             return "inf" if v > 0 else "-inf"
         return None if math.isnan(v) else v
-    return obj
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, (np.datetime64, np.timedelta64)):
+        return str(obj)
+    raise ArgumentTypeError(f"{_where(path)} ({_tname(obj)}) cannot be written as JSON")
 
-def save_result(result: dict, path: str | Path) -> Path:
-    "Write `result` as JSON to `path` (parents created)."
+def to_jsonable(obj: Any) -> Any:
+    """`obj` with NumPy/torch arrays and scalars, dataclasses, tuples, sets (sorted) and paths turned into JSON types
+    (NaN becomes None, infinities "inf" and "-inf"). A value JSON cannot hold (a complex number, bytes, an arbitrary
+    object) or a container that holds itself is a one-line TypeError/ValueError that says where it is."""
+    return _jsonable(obj, (), set())
+
+def _umask() -> int:
+    "The process's file-creation mask (read without changing it where /proc allows)."
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+def _hidden_name(name: str, tag: str) -> str:
+    "`.NAME.TAG`, for a file beside `NAME`; a long NAME is cut and a hash of it added, so the result stays a legal name."
+    raw = os.fsencode(name)
+    if len(raw) > 160:
+        name = f"{name[:40]}~{hashlib.sha1(raw).hexdigest()[:12]}"
+    return f".{name}.{tag}"
+
+def write_atomic(path: str | Path, data: str | bytes | Callable) -> Path:
+    """Write `data` (text, bytes, or a function that writes to a binary file) to `path` atomically: a unique temporary
+    file in the same folder (`.NAME.XXXX.tmp`), flushed to disk, then `os.replace`. A reader sees the old file or the
+    new one, never part of one; two writers never share a temporary; an interrupted write (Ctrl-C, an exception in
+    `data`) leaves the old file as it was and no temporary behind. Parents are created; a new file gets the usual
+    permissions (the umask), an existing one keeps its own. A symbolic link is kept: the file it points to is
+    replaced. Something that is not a regular file (`/dev/stdout`, a pipe) is written in place, as `open` would."""
     path = Path(path)
+    in_place = str(path).startswith(("/dev/", "/proc/"))  # /dev/stdout, /proc/self/fd/1: the stream, not a file
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
+    if path.exists() and (in_place or not path.is_file()):
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        with open(path, "wb") as f:
+            data(f) if callable(data) else f.write(data.encode() if isinstance(data, str) else bytes(data))
+        return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(to_jsonable(result), indent=1, allow_nan=False))
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        mode = 0o666 & ~_umask()
+    fd, tmp = tempfile.mkstemp(prefix=_hidden_name(path.name, ""), suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if callable(data):
+                data(f)
+            else:
+                f.write(data.encode() if isinstance(data, str) else bytes(data))
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return path
 
+@contextlib.contextmanager
+def file_lock(path: str | Path, timeout: float = 120.0):
+    """Hold an exclusive lock for the file `path` while the block runs (read, merge, write), across threads and
+    processes: `flock` on a lock file `.NAME.lock` next to it, removed on release. Waits at most `timeout` seconds
+    for another holder, then raises TimeoutError naming the file. Without POSIX locks it only runs the block."""
+    path = Path(path)
+    if fcntl is None:
+        yield
+        return
+    lock = path.with_name(_hidden_name(path.name, "lock"))
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + timeout
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"{path}: another process has held its lock {lock.name} for {timeout:g} s; "
+                                           f"if none is running, delete {lock}") from None
+                    time.sleep(0.01)
+            try:  # the holder before us may have removed the lock file: then ours is stale, lock the new one
+                st, now = os.fstat(fd), os.stat(lock)
+                current = (st.st_ino, st.st_dev) == (now.st_ino, now.st_dev)
+            except FileNotFoundError:
+                current = False
+        except BaseException:
+            os.close(fd)
+            raise
+        if current:
+            break
+        os.close(fd)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(fd)
+
+def read_json(path: str | Path, what: str = "file", hint: str = "") -> Any:
+    """The JSON in `path`; a one-line ValueError naming the file, what it is (`what`) and how to proceed (`hint`) if it
+    cannot be read or is not valid JSON (a truncated or hand-edited file)."""
+    path = Path(path)
+    tail = f"; {hint}" if hint else ""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise ValueError(f"cannot read {what} {path}: {e.strerror or e}{tail}") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{what} {path} is corrupt (not UTF-8 text: {e.reason} at byte {e.start}){tail}") from None
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"{what} {path} is corrupt (not valid JSON: {e}){tail}") from None
+
+def save_result(result: dict, path: str | Path) -> Path:
+    """Write `result` as JSON to `path` (parents created), atomically (`write_atomic`); the JSON is made before the file
+    is touched, so a value that cannot be written leaves any old file as it was."""
+    text = json.dumps(to_jsonable(result), indent=1, allow_nan=False)
+    return write_atomic(path, text)
+
+def _figure_name(name: Any) -> str:
+    "A figure's name, usable as a file name in its folder (no path separators, not empty)."
+    if not isinstance(name, str):
+        raise ArgumentTypeError(f"figures: names must be strings, got {name!r} ({_tname(name)})")
+    if not name or name in (".", "..") or any(c in name for c in "/\\\0") or name.startswith("."):
+        raise ValueError(f"figures: {name!r} is not a usable file name (no path separators, not empty, no leading dot)")
+    return name
+
 def save_figures(figures: dict, out_dir: str | Path, dpi: int = 110) -> list[Path]:
-    "Save each matplotlib figure of `figures` ({name: Figure}) as `out_dir/name.png`, close it, return the paths."
+    """Save each matplotlib figure of `figures` ({name: Figure}) as `out_dir/name.png`, each atomically
+    (`write_atomic`), close them all (also when one fails), return the paths."""
     import matplotlib.pyplot as plt
+    if not isinstance(figures, dict):
+        raise ArgumentTypeError(f"figures must be a dict {{name: Figure}}, got {_tname(figures)}")
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, fig in figures.items():
-        p = out_dir / f"{name}.png"
-        fig.savefig(p, dpi=dpi, bbox_inches="tight")
-        plt.close(fig)
-        paths.append(p)
-    return paths
+    try:
+        dpi = check_float("dpi", dpi, 0, 10_000, open_min=True)
+        for name, fig in figures.items():
+            _figure_name(name)
+            if not hasattr(fig, "savefig"):
+                raise ArgumentTypeError(f"figures[{name!r}] must be a matplotlib Figure, got {_tname(fig)}")
+        paths = []
+        for name, fig in figures.items():
+            save = lambda f, fig=fig: fig.savefig(f, format="png", dpi=dpi, bbox_inches="tight")
+            paths.append(write_atomic(out_dir / f"{name}.png", save))
+        return paths
+    finally:
+        for fig in figures.values():
+            if hasattr(fig, "savefig"):
+                plt.close(fig)
 
 # %% ../nbs/00_core.ipynb #cefa0011
 def convergence_plot(curves: dict[str, Sequence[float]], ylabel: str, title: str = "", xlabel: str = "iteration",

@@ -15,7 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from .core import Chapter, Claim, chapter_file, chapters, get_chapter, record_claim_status, repo_root
+from .core import (Chapter, Claim, chapter_file, chapters, file_lock, get_chapter, read_json, record_claim_status,
+                           repo_root, write_atomic)
 
 # %% auto #0
 __all__ = ['AWAITING_REGISTRATION', 'REGISTER_SEEDS', 'HISTORY_GLOBS', 'NoHistory', 'git', 'git_history_problem', 'git_head',
@@ -79,8 +80,13 @@ def dirty_paths(root: Path) -> list[str]:
     return paths + [f"{p} (marked assume-unchanged or skip-worktree)" for p in hidden]
 
 def is_sweep_output(path: str) -> bool:
-    "Whether `path` is a sweep file (`*.sweep.json`, `*.sweep-<scale>.json`): an output, never an input of a run."
+    """Whether `path` is a sweep file (`*.sweep.json`, `*.sweep-<scale>.json`): an output, never an input of a run; so
+    are the temporary and lock files a sweep's writes use beside it for a moment (`.NAME.XXXX.tmp`, `.NAME.lock`)."""
     name = Path(path).name
+    if name.startswith(".") and name.endswith(".lock"):
+        name = name[1:-len(".lock")]
+    elif name.startswith(".") and name.endswith(".tmp") and name.count(".") >= 3:
+        name = name[1:].rsplit(".", 2)[0]
     return name.endswith(".sweep.json") or (".sweep-" in name and name.endswith(".json"))
 
 def changed_inputs(root: Path) -> list[str]:
@@ -147,9 +153,16 @@ def register_path(chapter: Chapter | str, root: Path | None = None) -> Path | No
     return chapter_file(chapter, ".register.json", root)
 
 def load_registration(chapter: Chapter | str, root: Path | None = None) -> dict | None:
-    "The chapter's register file (None if it has none): `{chapter, notebook, entries: [...]}`."
+    """The chapter's register file (None if it has none): `{chapter, notebook, entries: [...]}`; a file that cannot be
+    read is a one-line ValueError that names it."""
     p = register_path(chapter, root)
-    return json.loads(p.read_text()) if p is not None and p.exists() else None
+    if p is None or not p.exists():
+        return None
+    hint = f"restore it from git (`git checkout -- {p.name}` in its folder): a register file is only ever appended to"
+    reg = read_json(p, "register file", hint)
+    if not isinstance(reg, dict) or not isinstance(reg.get("entries"), list):
+        raise ValueError(f"register file {p} is not a registration (a JSON object with entries); {hint}")
+    return reg
 
 def current_registration(chapter: Chapter | str, root: Path | None = None) -> dict | None:
     "The chapter's latest registration entry (None if it was never registered)."
@@ -157,17 +170,10 @@ def current_registration(chapter: Chapter | str, root: Path | None = None) -> di
     return reg["entries"][-1] if reg and reg.get("entries") else None
 
 def write_json_atomic(path: Path, obj: dict) -> None:
-    """Write `obj` as JSON atomically: a unique temporary file in the same folder, then `os.replace`, so that a reader
-    never sees half a file and two writers never trip over one temporary name."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(obj, indent=1, allow_nan=False) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write `obj` as JSON atomically (`core.write_atomic`: a unique temporary file in the same folder, then
+    `os.replace`), so that a reader never sees half a file and two writers never trip over one temporary name. The
+    JSON is made before the file is touched."""
+    write_atomic(path, json.dumps(obj, indent=1, allow_nan=False) + "\n")
 
 # %% ../nbs/07_registration.ipynb #7594b584
 def _paper_claim_problems(claims: Sequence[Claim]) -> list[str]:
@@ -234,9 +240,13 @@ def register_claims(chapter: Chapter | str, again: str | None = None, root: Path
              "seeds": rec["seeds"],
              "values": {cid: {k: c[k] for k in ("measured", "control", "passed", "control_passed") if k in c}
                         for cid, c in rec["claims"].items()}}
-    doc = old or {"chapter": chapter.slug, "notebook": chapter.notebook, "entries": []}
-    doc["entries"].append(entry)
-    write_json_atomic(path, doc)
+    with file_lock(path):  # another `register` of this chapter may have written the file while the seeds ran
+        if load_registration(chapter, root) != old:
+            raise ValueError(f"{chapter.slug}: the register file changed while the seeds ran (another `icml25nb "
+                             "register`?): look at it, then register again")
+        doc = old or {"chapter": chapter.slug, "notebook": chapter.notebook, "entries": []}
+        doc["entries"].append(entry)
+        write_json_atomic(path, doc)
     return entry
 
 # %% ../nbs/07_registration.ipynb #9914789a

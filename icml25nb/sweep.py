@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -18,41 +19,62 @@ from typing import Sequence
 import numpy as np
 
 from . import __version__
-from .core import (Chapter, check_scale, check_seed, chapters, claim_discriminates, claim_status, get_chapter,
+from .core import (ArgumentTypeError, Chapter, check_scale, check_seed, chapters, claim_discriminates, claim_status, get_chapter,
                            progress, repo_root, run_chapter, sweep_disagreements, sweep_path, to_jsonable, _fmt,
                            _table, Claim, ClaimResult, register, _REGISTRY, record_claim_status, record_verdicts,
-                           seed_independent, constant_control, _value)
+                           seed_independent, constant_control, _value, file_lock, read_json)
 from .registration import (AWAITING_REGISTRATION, load_registration, registration_problems,
                                    sweep_provenance, write_json_atomic)
 
 # %% auto #0
-__all__ = ['ENGINES', 'SINGLE_THREAD_ENV', 'parse_seeds', 'code_version', 'single_thread', 'run_seed', 'sweep_record',
-           'runs_from_record', 'sweep_output', 'sweep', 'sweep_table', 'sweep_problems', 'check_against_sweep',
-           'strip_plot', 'chapter_status', 'status_cells', 'book_headline']
+__all__ = ['ENGINES', 'MAX_SEEDS', 'SINGLE_THREAD_ENV', 'parse_seeds', 'code_version', 'single_thread', 'run_seed',
+           'sweep_record', 'runs_from_record', 'sweep_output', 'sweep', 'sweep_table', 'sweep_problems',
+           'check_against_sweep', 'strip_plot', 'chapter_status', 'status_cells', 'book_headline']
 
 # %% ../nbs/03_sweep.ipynb #4a92368d
 ENGINES: tuple[str, ...] = ("local", "ray", "serial")
 
+MAX_SEEDS: int = 100_000  # more seeds than any sweep needs (16 is the book's); a bigger list is refused, not built
+
+def _shown(text: object, limit: int = 60) -> str:
+    "`repr(text)`, cut to `limit` characters for an error message."
+    r = repr(text)
+    return r if len(r) <= limit else r[:limit - 4] + "...'"
+
+_SEED_PART = re.compile(r"([0-9]+)(?:\s*-\s*([0-9]+))?")
+
 def parse_seeds(text: str | int | Sequence[int]) -> list[int]:
-    "Seeds from `'0-15'`, `'0,3,7'`, `'4'` (or a list of ints): sorted, unique, non-negative."
+    """Seeds from `'0-15'`, `'0,3,7'`, `'4'` (or an int, or a list, tuple or range of ints): sorted, unique, each in
+    [0, 2**63), at most `MAX_SEEDS` of them; anything else is a one-line ValueError/TypeError that names `seeds`."""
     if isinstance(text, (list, tuple, range)):
-        seeds = [check_seed(s) for s in text]
-    else:
+        if len(text) > MAX_SEEDS:
+            raise ValueError(f"seeds: at most {MAX_SEEDS} seeds, got {len(text)}")
         seeds = []
-        for part in str(text).split(","):
-            part = part.strip()
+        for s in text:
             try:
-                if "-" in part:
-                    a, b = (int(x) for x in part.split("-", 1))
-                    if b < a:
-                        raise ValueError
-                    seeds += list(range(a, b + 1))
-                else:
-                    seeds.append(int(part))
-            except ValueError:
-                raise ValueError(f"seeds must look like 0-15, 0,3,7 or 4 (non-negative integers); got {text!r}") from None
-        if any(s < 0 for s in seeds):
-            raise ValueError(f"seeds must be non-negative; got {text!r}")
+                seeds.append(check_seed(s))
+            except (TypeError, ValueError) as e:
+                raise type(e)(f"seeds: {e}") from None
+    elif isinstance(text, (str, int, np.integer)) and not isinstance(text, (bool, np.bool_)):
+        spans = []
+        for part in str(text).split(","):
+            m = _SEED_PART.fullmatch(part.strip())
+            digits = (m[1], m[2] or m[1]) if m else ("",)
+            # 20 digits or more is >= 2**63 (and int() refuses thousands of digits with another message)
+            lo, hi = (int(x) if len(x.lstrip("0")) < 20 else 2**63 for x in digits) if m else (None, None)
+            if m is None or hi < lo:
+                raise ValueError(f"seeds must look like 0-15, 0,3,7 or 4 (non-negative integers, a range from low to "
+                                 f"high); got {_shown(text)}")
+            if hi >= 2**63:
+                raise ValueError(f"seeds must be below 2**63 (NumPy, torch and numba take them); got {_shown(text)}")
+            spans.append((lo, hi))
+        count = sum(hi - lo + 1 for lo, hi in spans)
+        if count > MAX_SEEDS:
+            raise ValueError(f"seeds: at most {MAX_SEEDS} seeds, got {count} ({_shown(text)})")
+        seeds = [s for lo, hi in spans for s in range(lo, hi + 1)]
+    else:
+        raise ArgumentTypeError(f"seeds must be a string such as '0-15' or '0,3,7', an integer, or a list of integers; "
+                                f"got {type(text).__name__}")
     if not seeds:
         raise ValueError("seeds must name at least one seed")
     return sorted(set(seeds))
@@ -257,6 +279,57 @@ def _can_resume(old: dict, chapter: Chapter, scale: str, provenance: dict) -> bo
     return (old.get("scale") == scale and old.get("chapter") == chapter.slug and _claims_match(chapter, old)
             and all(old.get(k) == provenance[k] for k in ("spec_sha256", "commit", "dirty")))
 
+_FIX_SWEEP_FILE = "to proceed, rerun with --rerun (resume=False), which overwrites it, or delete it"
+
+def _stored_runs(path: Path, chapter: Chapter, scale: str, provenance: dict, strict: bool) -> dict[int, dict]:
+    """The seeds stored in the sweep file `path` that a sweep of `chapter` may keep (same chapter, scale, claims spec
+    and commit: `_can_resume`), as {seed: run}, crashed seeds included (as errors); {} if there is no file or it was
+    made otherwise. A file that is not a readable sweep record is a one-line ValueError naming it if `strict`, else
+    it counts as absent (it is overwritten)."""
+    if not path.exists():
+        return {}
+    try:
+        old = read_json(path, "sweep file")  # a ValueError that names the file
+    except ValueError as e:
+        if not strict:
+            return {}
+        raise ValueError(f"{e}; {_FIX_SWEEP_FILE}") from None
+    try:
+        if not isinstance(old, dict) or not isinstance(old.get("claims"), dict) or not isinstance(old.get("seeds"), list):
+            raise ValueError("not a JSON object with seeds and claims")
+        if not _can_resume(old, chapter, scale, provenance):
+            return {}
+        if not all(type(s) is int and 0 <= s < 2**63 for s in old["seeds"]):
+            raise ValueError("its seeds are not all integers in [0, 2**63)")
+        runs = runs_from_record(old)
+        errors = old.get("errors") or {}
+        for s, err in errors.items():
+            if not (isinstance(s, str) and s.isdigit() and int(s) < 2**63):
+                raise ValueError(f"error of seed {s!r}")
+            if int(s) not in runs:
+                runs[int(s)] = {"seed": int(s), "wall_s": None, "error": str(err)}
+        sweep_record(chapter, scale, runs, version="check", provenance=provenance)  # its values can be read back
+        return runs
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError) as e:
+        if not strict:
+            return {}
+        what = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
+        raise ValueError(f"sweep file {path} is not a valid sweep record ({_one_line(what)}); {_FIX_SWEEP_FILE}") from None
+
+def _one_line(text: str, limit: int = 200) -> str:
+    "`text` on one line, cut to `limit` characters."
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+def _merge_runs(stored: dict[int, dict], ours: dict[int, dict]) -> dict[int, dict]:
+    """Seeds from the file (`stored`: another sweep's, or ours from before) and this sweep's (`ours`): ours win,
+    except that a seed that ran is never replaced by a crash of the same seed."""
+    merged = dict(stored)
+    for s, run in ours.items():
+        if "rows" in run or "rows" not in merged.get(s, {}):
+            merged[s] = run
+    return merged
+
 def sweep(chapter: Chapter | str, seeds: str | Sequence[int] = "0-15", scale: str = "fast", engine: str = "local",
           address: str | None = None, workers: int | None = None, out: str | Path | None = None,
           resume: bool = True, root: str | Path | None = None) -> dict:
@@ -265,7 +338,10 @@ def sweep(chapter: Chapter | str, seeds: str | Sequence[int] = "0-15", scale: st
     The committed sweep file (next to the notebook in the checkout `root`, by default the one this library is
     imported from) is written only from a clean tree for registered claims (`registration.registration_problems`);
     `out` writes anywhere else, without that gate, for an exploratory sweep. Seeds already in the file (same scale,
-    claims spec and commit) are skipped unless `resume=False`."""
+    claims spec and commit) are skipped unless `resume=False` (then the seeds asked for run again). The file is
+    rewritten after every seed, under a lock and merged with what it holds, so that sweeps of other seeds into the
+    same file at the same time (two terminals, two machines on one file system) keep every seed; a file that cannot
+    be read is refused, naming it, unless `resume=False`, which overwrites it."""
     chapter = get_chapter(chapter) if isinstance(chapter, str) else chapter
     check_scale(scale)
     seeds = parse_seeds(seeds)
@@ -275,9 +351,17 @@ def sweep(chapter: Chapter | str, seeds: str | Sequence[int] = "0-15", scale: st
         raise ValueError("address is for engine 'ray' (it names an existing Ray cluster)")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
-    workers = workers or max(1, min(len(seeds), os.cpu_count() or 1))
+    if out is not None and not isinstance(out, (str, os.PathLike)):
+        raise ArgumentTypeError(f"out must be a folder (a str or a path), got {type(out).__name__}")
+    if not isinstance(resume, bool):
+        raise ArgumentTypeError(f"resume must be True or False, got {resume!r}")
+    workers = min(workers or os.cpu_count() or 1, len(seeds))  # more workers than seeds would idle
     root = Path(root) if root is not None else repo_root()
     path = sweep_output(chapter, scale, out, root)
+    if path.exists() and not path.is_file():
+        raise ValueError(f"sweep file {path} is a folder, not a file: move it away, or sweep into another --out")
+    if path.parent.exists() and not path.parent.is_dir():
+        raise ValueError(f"out {str(path.parent)!r} is a file, not a folder")
     if _committed_location(chapter, scale, path, root):
         problems = registration_problems(chapter, root)
         if problems:
@@ -286,21 +370,28 @@ def sweep(chapter: Chapter | str, seeds: str | Sequence[int] = "0-15", scale: st
                              + " (an exploratory sweep can go elsewhere: --out DIR)")
     provenance = sweep_provenance(chapter, root)
     runs: dict[int, dict] = {}
-    if resume and path.exists():
-        old = json.loads(path.read_text())
-        if _can_resume(old, chapter, scale, provenance):
-            runs = {s: r for s, r in runs_from_record(old).items()}
+    if resume:  # seeds done before (crashed ones run again); a file that cannot be read stops the sweep here
+        runs = {s: r for s, r in _stored_runs(path, chapter, scale, provenance, strict=True).items() if "rows" in r}
     todo = [s for s in seeds if s not in runs]
     bar = progress(total=len(todo), desc=f"sweep {chapter.slug} ({engine}, {len(todo)} seeds)")
     failed = []
-    record_of = lambda: sweep_record(chapter, scale, runs, provenance=provenance)
+
+    def publish(dirty: bool = False) -> dict:
+        "Write the file: under its lock, what it holds now (another sweep's seeds too) merged with this sweep's seeds."
+        with file_lock(path):
+            merged = _merge_runs(_stored_runs(path, chapter, scale, provenance, strict=False), runs)
+            record = sweep_record(chapter, scale, merged, provenance=provenance)
+            if dirty:
+                record["dirty"] = True
+            _write_json(path, record)
+        return record
 
     def done(run: dict) -> None:
         runs[run["seed"]] = run
         if "error" in run:
             failed.append(run["seed"])
             print(f"sweep {chapter.slug}: seed {run['seed']} failed: {run['error']}", file=sys.stderr)
-        _write_json(path, record_of())
+        publish()
         bar.set_postfix(failed=len(failed))
         bar.update(1)
 
@@ -313,17 +404,19 @@ def sweep(chapter: Chapter | str, seeds: str | Sequence[int] = "0-15", scale: st
         elif engine == "ray" and todo:
             _run_ray(chapter.slug, scale, todo, workers if address is None else None, address, done)
     except KeyboardInterrupt:
+        try:  # the seed whose write the interrupt cut short is written now (a moment: the lock is held for ms)
+            publish()
+        except Exception:  # noqa: BLE001 - the interrupt is what the user must see
+            pass
         print(f"sweep {chapter.slug}: interrupted; the {len(runs)} seed(s) done are kept in {path}", file=sys.stderr)
         raise
     finally:
         bar.close()
-    record = record_of()
     after = sweep_provenance(chapter, root)
     moved = (after["commit"], after["dirty"]) != (provenance["commit"], provenance["dirty"])
-    if moved:  # a commit or an edit while the seeds ran: the record cannot say which code made it
-        record["dirty"] = True
+    # a commit or an edit while the seeds ran: the record cannot say which code made it
+    record = publish(dirty=moved)
     record["path"] = str(path)
-    _write_json(path, {k: v for k, v in record.items() if k != "path"})
     if moved and _committed_location(chapter, scale, path, root):
         raise ValueError(f"sweep {chapter.slug}: the tree changed while the seeds ran (a commit or an edit); {path} is "
                          "marked dirty: rerun the sweep from a clean tree")
@@ -406,7 +499,11 @@ def check_against_sweep(chapter: Chapter | str, seed: int = 0) -> list[str]:
                         r.get("threshold", float("nan")), r["passed"], r.get("note", ""), r["kind"],
                         _nan(r["control_measured"]), r["control_passed"], timed=r.get("timed", False),
                         status=r.get("status", "active")) for r in run["rows"]]
-    return sweep_disagreements(json.loads(path.read_text()), rows, seed)
+    hint = f"restore it from git, or rerun `icml25nb sweep {chapter.slug} --rerun`"
+    rec = read_json(path, "sweep file", hint)
+    if not isinstance(rec, dict) or not isinstance(rec.get("claims"), dict) or not isinstance(rec.get("seeds"), list):
+        raise ValueError(f"sweep file {path} is not a sweep record (a JSON object with seeds and claims); {hint}")
+    return sweep_disagreements(rec, rows, seed)
 
 # %% ../nbs/03_sweep.ipynb #d8e3c2d9
 def strip_plot(record: dict, max_cols: int = 4):

@@ -96,6 +96,8 @@ def test_claims_json_rows(two_runs, monkeypatch, capsys):
     (("run", "precond", "--scale", "enormous"), "invalid choice: 'enormous'"),
     (("run", "precond", "--seed", "-1"), "argument --seed: must be a non-negative integer"),
     (("claims", "precond", "--seed", "abc"), "argument --seed: must be a non-negative integer"),
+    (("run", "precond", "--seed", str(2**64)), "argument --seed: must be a non-negative integer below 2**63"),
+    (("sweep", "precond", "--seeds", f"0-{2**64}"), "argument --seeds: seeds must be below 2**63"),
     (("claims", "precond", "--all"), "not both"),
     (("bench", "nope"), "unknown kernel 'nope'"),
     (("register", "no_such_chapter"), "unknown chapter 'no_such_chapter'"),
@@ -117,6 +119,14 @@ def test_unwritable_out_is_reported_before_running(tmp_path):
     r = cli("run", "precond", "--out", str(blocker / "sub"))
     assert r.returncode == 2 and "is not writable" in r.stderr and "Traceback" not in r.stderr
     assert not (blocker.parent / "sub").exists()
+
+
+def test_a_seed_that_does_not_fit_leaves_no_folder_behind(tmp_path):
+    """Issue 49: `--seed 2**64` was accepted, the chapter started, failed with 'Overflow when unpacking long long' and
+    left an empty --out behind; now it is refused at parse time and nothing is created."""
+    r = cli("run", "precond", "--seed", str(2**64), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and "below 2**63" in r.stderr and "Traceback" not in r.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_bench_prints_ratios():
