@@ -2133,6 +2133,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                   'icml25nb/supervised/pcl.py')},
             'icml25nb.sweep': { 'icml25nb.sweep._can_resume': ('sweep.html#_can_resume', 'icml25nb/sweep.py'),
                                 'icml25nb.sweep._chapter_of': ('sweep.html#_chapter_of', 'icml25nb/sweep.py'),
+                                'icml25nb.sweep._check_ray_address': ('sweep.html#_check_ray_address', 'icml25nb/sweep.py'),
                                 'icml25nb.sweep._claims_match': ('sweep.html#_claims_match', 'icml25nb/sweep.py'),
                                 'icml25nb.sweep._committed_location': ('sweep.html#_committed_location', 'icml25nb/sweep.py'),
                                 'icml25nb.sweep._merge_runs': ('sweep.html#_merge_runs', 'icml25nb/sweep.py'),

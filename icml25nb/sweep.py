@@ -222,6 +222,24 @@ def _run_local(slug: str, scale: str, seeds: list[int], workers: int, done) -> N
         raise
     pool.shutdown(wait=True)
 
+def _check_ray_address(address: str, timeout: float = 5.0) -> None:
+    """Refuse, in seconds, a Ray `address` of the form host:port (or ray://host:port) where nothing listens: Ray itself
+    retries such an address for minutes. 'auto' and 'local' are left to Ray."""
+    import socket
+    if not isinstance(address, str) or not address.strip():
+        raise ArgumentTypeError(f"address must be a Ray cluster address such as 'auto' or 'host:6379', got {address!r}")
+    if address in ("auto", "local"):
+        return
+    hostport = address.split("://", 1)[-1]
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"address must be 'auto', 'local', 'host:port' or 'ray://host:port', got {address!r}")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise ValueError(f"address {address!r}: no Ray cluster answers there ({e.strerror or e})") from None
+
+
 def _run_ray(slug: str, scale: str, seeds: list[int], workers: int | None, address: str | None, done) -> None:
     "Seeds as Ray tasks of 1 CPU each: a local cluster of `workers` CPUs, or the cluster at `address`."
     try:
@@ -349,6 +367,8 @@ def sweep(chapter: Chapter | str, seeds: str | Sequence[int] = "0-15", scale: st
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
     if address is not None and engine != "ray":
         raise ValueError("address is for engine 'ray' (it names an existing Ray cluster)")
+    if address is not None:
+        _check_ray_address(address)
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
     if out is not None and not isinstance(out, (str, os.PathLike)):

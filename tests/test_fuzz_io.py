@@ -817,3 +817,14 @@ def test_save_result_reads_back(tmp_path_factory, obj):
 def test_to_jsonable_refuses_what_json_cannot_hold_and_says_where(bad):
     err = assert_refused(to_jsonable, {"run": [1, {"x": bad}]})
     assert "value['run'][1]['x']" in str(err) and "cannot be written as JSON" in str(err)
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:1", "ray://127.0.0.1:1", "nohost", "host:99999", "", 5])
+def test_sweep_refuses_a_ray_address_where_nothing_listens(address):
+    "`sweep --engine ray --address bogus:1` hung (Ray retries for minutes): refused in seconds, naming address."
+    import time
+    from icml25nb.sweep import sweep as _sweep
+    t0 = time.monotonic()
+    assert_refused(_sweep, "precond", seeds=[0], engine="ray", address=address, out="/nonexistent/never-written",
+                   name="address", timeout=30)
+    assert time.monotonic() - t0 < 20
