@@ -126,6 +126,7 @@ def check_array(name: str, x: Any, *, ndim: int | tuple[int, ...] | None = None,
     """`x` as a NumPy array of `dtype` (C-contiguous if `contiguous`), checked; a one-line error naming `name`.
 
     `ndim` (an int or a tuple of allowed ones) and `shape` (ints, or None for a free axis) fix the layout;
+    `dtype=None` keeps a floating dtype (float32 stays float32) and makes anything else float64;
     `finite` refuses NaN and inf; `min_size` refuses arrays with fewer entries; `integer` refuses non-integral
     values (for an integer `dtype` the input must already hold integers: 1.5 is never truncated);
     `minimum`/`maximum` bound every entry. Strings, objects, complex numbers and ragged lists are refused."""
@@ -138,7 +139,7 @@ def check_array(name: str, x: Any, *, ndim: int | tuple[int, ...] | None = None,
     if raw.dtype.kind not in "biuf":
         what = "complex numbers" if raw.dtype.kind == "c" else f"dtype {raw.dtype}"
         raise ArgumentTypeError(f"{name} must be an array of real numbers, got {what}")
-    target = np.dtype(dtype)
+    target = (raw.dtype if raw.dtype.kind == "f" else np.dtype(np.float64)) if dtype is None else np.dtype(dtype)
     if target.kind in "iu" or integer:
         integer = True
         if raw.dtype.kind == "f":

@@ -39,7 +39,7 @@ import time
 import numpy as np
 from numba import cuda, njit
 
-from icml25nb.core import check_choice, check_int, check_memory
+from icml25nb.core import check_array, check_choice, check_int, check_memory
 from icml25nb.kernels._bench import race as _race
 
 __all__ = ["check_points", "nondominated_mask_ref", "pareto_rank_ref", "nondominated_mask", "pareto_rank",
@@ -49,15 +49,7 @@ __all__ = ["check_points", "nondominated_mask_ref", "pareto_rank_ref", "nondomin
 # ----------------------------------------------------------------------------------------------------------- inputs
 def check_points(Y, name: str = "Y") -> np.ndarray:
     "`Y` as a C-contiguous float64 (n, m) array with m >= 1 and no NaN, or a one-line TypeError/ValueError."
-    if isinstance(Y, (str, bytes)) or Y is None:
-        raise TypeError(f"{name} must be an array of real numbers, got {type(Y).__name__}")
-    try:
-        a = np.asarray(Y)
-    except (ValueError, TypeError):
-        raise TypeError(f"{name} must be a rectangular array of real numbers (points, objectives)") from None
-    if a.dtype == object or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool) \
-            or np.issubdtype(a.dtype, np.complexfloating):
-        raise TypeError(f"{name} must be an array of real numbers, got dtype {a.dtype}")
+    a = check_array(name, Y, finite=False, contiguous=False)  # real numbers: no strings, objects, complex
     if a.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array (points, objectives), got shape {a.shape}")
     if a.shape[1] == 0 and a.shape[0] > 0:

@@ -490,15 +490,8 @@ def wood_sample_cuda(mu, kappa: float, size: int, seed: int = 0, threads_per_blo
 # --- Top-1 inner-product search -------------------------------------------------------------------------------------
 
 def _as_real(name: str, X) -> np.ndarray:
-    if isinstance(X, (str, bytes)) or X is None:
-        raise ArgumentTypeError(f"{name} must be a 2-d array of real numbers, got {type(X).__name__}")
-    try:
-        X = np.asarray(X)
-    except (ValueError, TypeError):
-        raise ArgumentTypeError(f"{name} must be a rectangular 2-d array of real numbers") from None
-    if X.dtype.kind not in "biuf":
-        raise ArgumentTypeError(f"{name} must be a 2-d array of real numbers, got dtype {X.dtype}")
-    return X
+    "`X` as an array of real numbers (a float32 one stays float32), or a one-line error naming it."
+    return check_array(name, X, dtype=None, finite=False, contiguous=False)
 
 
 def _check_search(Q, A) -> tuple[np.ndarray, np.ndarray]:
