@@ -260,7 +260,9 @@ def _history_njit(indptr, indices, c0, iterations, mask, table):
 
 
 @njit(cache=True, nogil=True)
-def _stable_njit(indptr, indices, c0, mask, table):
+def _final_njit(indptr, indices, c0, iterations, mask, table):
+    """Colours after `iterations` rounds and the number of rounds that split a class, two rows of memory, stopping at
+    the first round that splits no class (with iterations > n: the stable colouring)."""
     n = len(c0)
     c, nxt = c0.copy(), np.empty(n, np.int64)
     sig = np.empty(n, np.uint64)
@@ -269,33 +271,14 @@ def _stable_njit(indptr, indices, c0, mask, table):
     for v in range(n):
         ncol = max(ncol, c0[v] + 1)
     rounds = 0
-    while True:
-        _hashes_njit(indptr, indices, c, mask, sig)
-        new = _assign_njit(indptr, indices, c, sig, nxt, table, count)
-        if new == ncol:
-            return c, rounds
-        c, nxt = nxt, c
-        ncol, rounds = new, rounds + 1
-
-
-@njit(cache=True, nogil=True)
-def _final_njit(indptr, indices, c0, iterations, mask, table):
-    "Colours after `iterations` rounds, two rows of memory, stopping at the first round that splits no class."
-    n = len(c0)
-    c, nxt = c0.copy(), np.empty(n, np.int64)
-    sig = np.empty(n, np.uint64)
-    count = np.zeros(max(n, 1), np.int64)
-    ncol = 0
-    for v in range(n):
-        ncol = max(ncol, c0[v] + 1)
     for _ in range(iterations):
         _hashes_njit(indptr, indices, c, mask, sig)
         new = _assign_njit(indptr, indices, c, sig, nxt, table, count)
         if new == ncol:  # nothing split: stable from here on
             break
         c, nxt = nxt, c
-        ncol = new
-    return c
+        ncol, rounds = new, rounds + 1
+    return c, rounds
 
 
 def wl_colors_njit(indptr, indices, init=None, iterations: int = 3, hash_bits: int = 64) -> np.ndarray:
@@ -311,13 +294,13 @@ def wl_final_njit(indptr, indices, init=None, iterations: int = 3, hash_bits: in
     """Colours after `iterations` rounds of 1-WL, shape (n,): the last row of `wl_colors_njit`, computed with one row
     of memory and stopping once a round splits no class (any `iterations`, 10^9 included, costs at most n rounds)."""
     indptr, indices, c0, iterations = _check(indptr, indices, init, iterations)
-    return _final_njit(indptr, indices, c0, iterations, _mask(hash_bits), _table(len(c0)))
+    return _final_njit(indptr, indices, c0, iterations, _mask(hash_bits), _table(len(c0)))[0]
 
 
 def wl_stable_njit(indptr, indices, init=None, hash_bits: int = 64) -> tuple[np.ndarray, int]:
     "(stable colours, number of rounds that split a class) of 1-WL (@njit)."
     indptr, indices, c0, _ = _check(indptr, indices, init, 0)
-    c, rounds = _stable_njit(indptr, indices, c0, _mask(hash_bits), _table(len(c0)))
+    c, rounds = _final_njit(indptr, indices, c0, len(c0) + 1, _mask(hash_bits), _table(len(c0)))  # n + 1 rounds reach stability
     return c, int(rounds)
 
 
