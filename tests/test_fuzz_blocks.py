@@ -743,20 +743,7 @@ def _graph(n, edges):
     return G
 
 
-def _brute_orbits(G):
-    nodes = list(G)
-    parent = list(range(len(nodes)))
-
-    def find(a):
-        while parent[a] != a:
-            a = parent[a]
-        return a
-    for phi in GraphMatcher(G, G).isomorphisms_iter():
-        for a, b in phi.items():
-            ra, rb = find(a), find(b)
-            if ra != rb:
-                parent[max(ra, rb)] = min(ra, rb)
-    return gd.first_occurrence(np.array([find(i) for i in range(len(nodes))], dtype=np.int64))
+from test_graphdata import _brute_orbits  # noqa: E402 (orbits from every automorphism GraphMatcher enumerates)
 
 
 @settings(max_examples=30)
