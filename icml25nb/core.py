@@ -76,6 +76,10 @@ def check_float(name: str, x: Any, minimum: float | None = None, maximum: float 
         raise ArgumentTypeError(f"{name} must be a real number, got an array of shape {x.shape}")
     try:
         v = float(x)
+    except OverflowError:  # a Python int (or Fraction) beyond float range
+        if finite:
+            raise ValueError(f"{name} must be a finite number, got one too large for a float ({str(x)[:20]}...)") from None
+        v = math.inf if x > 0 else -math.inf
     except (TypeError, ValueError):
         raise ArgumentTypeError(f"{name} must be a real number, got {_tname(x)}") from None
     if math.isnan(v) or (finite and math.isinf(v)):
@@ -94,6 +98,9 @@ def check_positive(name: str, x: Any, strict: bool = True) -> float:
         raise ArgumentTypeError(f"{name} must be a number, got {_tname(x)}")
     try:
         v = float(x)
+    except OverflowError:  # a Python int beyond float range
+        raise ValueError(f"{name} must be {'positive' if strict else 'non-negative'} and finite, got one too large "
+                         f"for a float ({str(x)[:20]}...)") from None
     except (TypeError, ValueError):
         raise ArgumentTypeError(f"{name} must be a number, got {_tname(x)}") from None
     if not math.isfinite(v) or v < 0 or (strict and v == 0):
@@ -132,6 +139,10 @@ def check_array(name: str, x: Any, *, ndim: int | tuple[int, ...] | None = None,
     `minimum`/`maximum` bound every entry. Strings, objects, complex numbers and ragged lists are refused."""
     if isinstance(x, (str, bytes)) or x is None:
         raise ArgumentTypeError(f"{name} must be an array of numbers, got {_tname(x)}")
+    if type(x).__module__.startswith("torch") and hasattr(x, "detach"):  # a tensor (requiring grad, on a GPU, bf16)
+        x = x.detach().cpu()
+        if str(x.dtype) == "torch.bfloat16":
+            x = x.float()
     try:
         raw = np.asarray(x)
     except (ValueError, TypeError) as e:  # ragged nested lists
@@ -160,7 +171,7 @@ def check_array(name: str, x: Any, *, ndim: int | tuple[int, ...] | None = None,
         raise ValueError(f"{name} must have at least {min_size} entries, got {raw.size}")
     if target.kind in "iu" and raw.size:
         info = np.iinfo(target)
-        lo, hi = raw.min(), raw.max()
+        lo, hi = int(raw.min()), int(raw.max())  # exact: a float 2.0**64 must not pass as uint64 max
         if lo < info.min or hi > info.max:
             raise ValueError(f"{name} has entries outside the range of {target} ([{lo}, {hi}])")
     a = np.asarray(raw, dtype=target)
@@ -191,7 +202,10 @@ def memory_bytes() -> int:
 def check_memory(name: str, n_items: float, itemsize: int = 8, fraction: float = 0.5) -> int:
     """Refuse, up front and naming `name`, a size whose `n_items` x `itemsize` bytes would exceed `fraction` of
     this machine's memory (a run that would be killed or swap for minutes); returns the byte count."""
-    need = float(n_items) * itemsize
+    try:
+        need = float(n_items) * itemsize
+    except OverflowError:  # a Python int beyond float range: certainly too large
+        need = math.inf
     have = fraction * memory_bytes()
     if not math.isfinite(need) or need > have:
         raise ValueError(f"{name} is too large: it needs about {need / 2**30:.3g} GiB, more than "
@@ -692,7 +706,14 @@ def _value(v) -> float:
     "A stored value back to a float: null is NaN, 'inf' and '-inf' are infinities."
     if v is None:
         return float("nan")
-    return float(v)
+    if isinstance(v, str) and v.strip().lower() in ("inf", "-inf", "+inf", "nan", "infinity", "-infinity"):
+        return float(v)
+    if isinstance(v, (str, bytes, bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise ArgumentTypeError(f"a stored claim value must be a number, null, 'inf' or '-inf'; got {v!r:.40}")
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
 
 def control_fails(control: Sequence, control_passed: Sequence[bool | None]) -> list[bool]:
     "Per seed: the control was measured (a finite value) and failed the comparison, i.e. the claim discriminates."

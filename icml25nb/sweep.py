@@ -14,7 +14,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from .registration import (AWAITING_REGISTRATION, load_registration, registratio
 
 # %% auto #0
 __all__ = ['ENGINES', 'MAX_SEEDS', 'SINGLE_THREAD_ENV', 'parse_seeds', 'code_version', 'single_thread', 'run_seed',
-           'sweep_record', 'runs_from_record', 'sweep_output', 'sweep', 'sweep_table', 'sweep_problems',
+           'sweep_record', 'check_record', 'runs_from_record', 'sweep_output', 'sweep', 'sweep_table', 'sweep_problems',
            'check_against_sweep', 'strip_plot', 'chapter_status', 'status_cells', 'book_headline']
 
 # %% ../nbs/03_sweep.ipynb #4a92368d
@@ -182,8 +182,44 @@ def _claims_match(chapter: Chapter, record: dict) -> bool:
         stored[c.id]["kind"] == c.kind and stored[c.id]["op"] == c.op and stored[c.id]["threshold"] == float(c.threshold)
         for c in chapter.claims if c.id in stored)
 
+def check_record(record: Any, name: str = "record") -> dict:
+    """`record` if it has the shape of a sweep record (`sweep_record` writes them): a dict with a `seeds` list, one
+    `wall_s` per seed, an `errors` dict and `claims` whose `measured` (and, for paper claims, `control`) hold one value
+    per seed; a one-line ValueError naming `name` and the first defect otherwise (a hand-edited or foreign file)."""
+    def bad(what):
+        raise ValueError(f"{name} is not a sweep record: {what}")
+    if not isinstance(record, dict):
+        raise ArgumentTypeError(f"{name} must be a sweep record (a dict), got {type(record).__name__}")
+    for key, typ in (("seeds", list), ("claims", dict), ("errors", dict), ("wall_s", list)):
+        if not isinstance(record.get(key), typ):
+            bad(f"{key!r} is missing or not a {typ.__name__}")
+    n = len(record["seeds"])
+    if len(record["wall_s"]) != n:
+        bad(f"'wall_s' has {len(record['wall_s'])} entries for {n} seeds")
+    for cid, c in record["claims"].items():
+        if not isinstance(c, dict) or not all(k in c for k in ("kind", "op", "threshold", "measured")):
+            bad(f"claim {cid!r} lacks kind, op, threshold or measured")
+        series = ("measured", "control") if c["kind"] == "paper" else ("measured",)
+        for key in series:
+            if not isinstance(c.get(key), list) or len(c[key]) != n:
+                bad(f"claim {cid!r}: {key!r} must hold one value per seed ({n})")
+    return record
+
+_STATUS_KEYS = ("slug", "paper", "checks", "provisional", "seeds", "stale", "by_tests", "registered")
+
+def _check_status(st: Any, name: str) -> dict:
+    "A chapter status (as `chapter_status` returns it), or a one-line error naming `name`."
+    if not isinstance(st, dict):
+        raise ArgumentTypeError(f"{name} must be a chapter status (a dict from chapter_status), got {type(st).__name__}")
+    missing = [k for k in _STATUS_KEYS if k not in st]
+    if missing:
+        raise ValueError(f"{name} is not a chapter status (from chapter_status): it lacks {', '.join(missing)}")
+    return st
+
+
 def runs_from_record(record: dict) -> dict[int, dict]:
     "Per-seed runs (as `run_seed` returns them) from a sweep record; crashed seeds are left out, so they rerun."
+    check_record(record)
     runs = {}
     verdicts = {cid: record_verdicts(rec) for cid, rec in record["claims"].items()}
     for i, s in enumerate(record["seeds"]):
@@ -467,7 +503,7 @@ def _chapter_of(record: dict) -> Chapter | None:
 
 def sweep_table(record: dict, fmt: str = "text") -> str:
     "The paper claims (tests, rates, control rates, status) and the checks of a sweep record."
-    n = len(record["seeds"])
+    n = len(check_record(record)["seeds"])
     chapter = _chapter_of(record)
     paper = [(cid, c) for cid, c in record["claims"].items() if c["kind"] == "paper"]
     other = [(cid, c) for cid, c in record["claims"].items() if c["kind"] != "paper"]
@@ -494,7 +530,7 @@ def sweep_table(record: dict, fmt: str = "text") -> str:
 def sweep_problems(record: dict) -> list[str]:
     """What a sweep shows *broken* in the chapter: crashed seeds, failing checks, paper claims whose value or control
     is the same on every seed (a check in disguise). A paper claim that fails or does not discriminate is a result."""
-    chapter = _chapter_of(record)
+    chapter = _chapter_of(check_record(record))
     out = [f"seed {s} crashed: {e}" for s, e in record["errors"].items()]
     for cid, c in record["claims"].items():
         status = _record_status(cid, c, chapter)
@@ -613,6 +649,7 @@ def chapter_status(chapter: Chapter | str, root: Path | None = None) -> dict:
 
 def status_cells(st: dict) -> tuple[str, str]:
     "The README's two columns for a chapter: paper claims (the paper's own and proxies apart), and checks."
+    _check_status(st, "st")
     if st["provisional"]:
         return f"{st['provisional']} claims not yet classified", "-"
     if st["seeds"] is None:
@@ -635,6 +672,10 @@ def status_cells(st: dict) -> tuple[str, str]:
 
 def book_headline(statuses: Sequence[dict]) -> str:
     "One line for the book: the paper's own claims and proxies reproduced, apart, and the chapters not yet registered."
+    if isinstance(statuses, (dict, str, bytes)) or not isinstance(statuses, Sequence):
+        raise ArgumentTypeError(f"statuses must be a list of chapter statuses, got {type(statuses).__name__}")
+    for i, st in enumerate(statuses):
+        _check_status(st, f"statuses[{i}]")
     total = lambda key, field: sum(s["by_tests"].get(key, {}).get(field, 0) for s in statuses if s["seeds"] is not None)
     parts = [f"paper's own claims: {total('paper', 'reproduced')} of {total('paper', 'total')} reproduced",
              f"proxies: {total('proxy', 'reproduced')} of {total('proxy', 'total')} reproduced"]

@@ -141,3 +141,34 @@ def test_check_choice_names_the_choices():
     assert "kind must be one of 'a', 'b'" in str(assert_refused(check_choice, "kind", "z", ("a", "b")))
     assert_refused(check_choice, "kind", np.array(["a"]), ("a",), name="kind")
     assert isinstance(ArgumentTypeError("x"), ValueError)
+
+
+# --------------------------------------------------------------------------- found by the outside re-probe (issue 49)
+@pytest.mark.parametrize("fn", [lambda v: check_float("x", v), lambda v: check_positive("x", v),
+                                lambda v: check_prob("x", v), lambda v: check_memory("x", v)])
+@pytest.mark.parametrize("huge", [10**400, -10**400])
+def test_huge_python_ints_are_refused_not_overflow_errors(fn, huge):
+    "float(10**400) raises OverflowError: every public float argument of the book crashed with it."
+    assert_refused(fn, huge, name="x")
+
+
+def test_tensors_that_require_grad_are_read_as_arrays():
+    "np.asarray of a tensor that requires grad raised RuntimeError in every kernel and block taking arrays."
+    torch = pytest.importorskip("torch")
+    t = torch.arange(6.0).reshape(3, 2).requires_grad_()
+    assert np.array_equal(check_array("X", t), np.arange(6.0).reshape(3, 2))
+    assert np.array_equal(check_array("X", t.to(torch.bfloat16)), np.arange(6.0).reshape(3, 2))
+
+
+@given(st.sampled_from([2.0**63, 2.0**64, 1e19, -2.0**63 - 2**11, 1e300]))
+def test_float_ids_beyond_int64_never_wrap(x):
+    "2.0**64 became uint64 0 and 2.0**63 int64 min: a kernel then ran trial 0 instead (wrong answer)."
+    assert_refused(check_array, "ids", [0.0, x], dtype=np.int64, name="ids")
+    if abs(x) >= 2.0**64:
+        assert_refused(check_array, "ids", [0.0, abs(x)], dtype=np.uint64, name="ids")
+
+
+@pytest.mark.parametrize("values", [[1, "a", 1, 1], [1, [1], 1, 1], [1, True, 1, 1]])
+def test_seed_independent_names_a_bad_stored_value(values):
+    from icml25nb.core import seed_independent
+    assert "stored claim value must be a number" in str(assert_refused(seed_independent, values))

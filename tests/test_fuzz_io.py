@@ -820,11 +820,32 @@ def test_to_jsonable_refuses_what_json_cannot_hold_and_says_where(bad):
 
 
 @pytest.mark.parametrize("address", ["127.0.0.1:1", "ray://127.0.0.1:1", "nohost", "host:99999", "", 5])
-def test_sweep_refuses_a_ray_address_where_nothing_listens(address):
+def test_sweep_refuses_a_ray_address_where_nothing_listens(toy, address):
     "`sweep --engine ray --address bogus:1` hung (Ray retries for minutes): refused in seconds, naming address."
     import time
     from icml25nb.sweep import sweep as _sweep
     t0 = time.monotonic()
-    assert_refused(_sweep, "precond", seeds=[0], engine="ray", address=address, out="/nonexistent/never-written",
+    assert_refused(_sweep, toy, seeds=[0], engine="ray", address=address, out="/nonexistent/never-written",
                    name="address", timeout=30)
     assert time.monotonic() - t0 < 20
+
+
+@pytest.mark.parametrize("record", [{}, [], {"seeds": [0], "claims": {}, "errors": {}, "wall_s": []},
+                                    {"seeds": [0], "claims": {"c": {"kind": "paper", "op": ">", "threshold": 1,
+                                                                    "measured": [1.0]}}, "errors": {}, "wall_s": [1.0]},
+                                    {"seeds": [0, 1], "claims": {"c": {"kind": "check", "op": ">", "threshold": 1,
+                                                                       "measured": [1.0]}}, "errors": {},
+                                     "wall_s": [1.0, 1.0]}])
+def test_sweep_record_readers_refuse_malformed_records(record):
+    "runs_from_record({}), sweep_table({}), sweep_problems({}) raised KeyError (outside re-probe, issue 49)."
+    from icml25nb.sweep import runs_from_record, sweep_problems, sweep_table
+    for fn in (runs_from_record, sweep_table, sweep_problems):
+        assert_refused(fn, record, name="record")
+
+
+@pytest.mark.parametrize("st", [{}, {"slug": "x"}, [], None])
+def test_status_readers_refuse_what_is_not_a_status(st):
+    "status_cells({}) and book_headline([{}]) raised KeyError."
+    from icml25nb.sweep import book_headline, status_cells
+    assert_refused(status_cells, st, name="st")
+    assert_refused(book_headline, [st], name="statuses[0]")
