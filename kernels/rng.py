@@ -90,7 +90,7 @@ def _check_fill_args(seed: int, n_streams: int, n_draws: int) -> None:
             raise ValueError(f"{name} must be non-negative, got {v}")
     if seed >= 2**64:
         raise ValueError(f"seed must be below 2**64, got {seed}")
-    check_memory("n_streams x n_draws", float(n_streams) * float(n_draws), 8)
+    check_memory("n_streams x n_draws", int(n_streams) * int(n_draws), 8)  # exact: float(10**400) overflows
 
 
 def uniform_fill_ref(seed: int, n_streams: int, n_draws: int) -> np.ndarray:

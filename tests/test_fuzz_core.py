@@ -172,3 +172,10 @@ def test_float_ids_beyond_int64_never_wrap(x):
 def test_seed_independent_names_a_bad_stored_value(values):
     from icml25nb.core import seed_independent
     assert "stored claim value must be a number" in str(assert_refused(seed_independent, values))
+
+
+def test_rng_fill_with_a_huge_int_size_is_refused():
+    "uniform_fill(0, 1, 10**400): float(10**400) raised OverflowError in its memory check."
+    from icml25nb.kernels import rng
+    assert_refused(rng.uniform_fill, 0, 1, 10**400, name="n_draws")
+    assert_refused(rng.uniform_fill_ref, 0, 10**200, 10**200, name="n_draws")
