@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from fuzzutil import assert_refused, has_nan, outcome, same
+from icml25nb.kernels import makespan as MS
 from icml25nb.kernels import pointmass as PM
 
 
@@ -61,3 +62,48 @@ def test_pointmass_never_nan(dt, damping, force, vel, act, goal):
     assert kind == "ok", val
     assert not has_nan(val)
     assert same(val, PM.step_ref(*args, dt=dt, force=force, damping=damping))
+
+
+# --- makespan (re-probe items 8 and 29) ----------------------------------------------------------------------------
+
+@settings(max_examples=15, deadline=None)
+@given(S=st.integers(1, 5), all_pairs=st.booleans(), n_extra=st.integers(0, 30))
+def test_random_plan_weights_fits_schedule_dag_or_names_n_extra(S, all_pairs, n_extra):
+    "Before: random_plan_weights(2, 0, 0) was an IndexError; an n_extra that is not schedule_dag's is now refused."
+    want = MS.schedule_dag(S, 2, all_pairs)[4]
+    if n_extra != want:
+        assert_refused(MS.random_plan_weights, S, n_extra, 2, all_pairs=all_pairs, name="n_extra")
+    else:
+        dur, extra = MS.random_plan_weights(S, n_extra, 2, all_pairs=all_pairs)
+        assert dur.shape == (2, 2 * S + 1) and extra.shape == (2, want)
+
+
+def test_random_plan_weights_2_0_0():
+    assert_refused(MS.random_plan_weights, 2, 0, 0, name="n_extra")
+
+
+@pytest.mark.parametrize("big", ["extra", "dur", "both"])
+def test_makespan_refuses_inputs_whose_makespan_overflows(big):
+    "Before: extra = 1e308 (finite) gave a makespan of inf in every implementation."
+    ptr, pred, slot, kind, n_extra = MS.schedule_dag(2, 2)
+    dur, extra = MS.random_plan_weights(2, n_extra, 2)
+    extra = np.where(np.isfinite(extra), 1e308 if big != "dur" else extra, extra)
+    dur = np.full_like(dur, 1e308) if big != "extra" else dur
+    for fn in (MS.makespan_njit, MS.makespan_ref, MS.makespan_objgraph, MS.check_makespan_inputs):
+        assert_refused(fn, ptr, pred, slot, kind, dur, extra, name=big if big != "both" else "dur")
+
+
+@settings(max_examples=20, deadline=None)
+@given(scale=st.floats(1e-300, 1e300), seed=st.integers(0, 100))
+def test_makespan_scaled_is_finite_or_refused(scale, seed):
+    "Scaled plan weights: the makespan scales with them (relative 1e-12) or the inputs are refused; never inf."
+    ptr, pred, slot, kind, n_extra = MS.schedule_dag(3, 2)
+    dur, extra = MS.random_plan_weights(3, n_extra, 2, seed=seed)
+    base = MS.makespan_ref(ptr, pred, slot, kind, dur, extra)
+    kind_, val = outcome(MS.makespan_njit, ptr, pred, slot, kind, dur * scale, extra * scale)
+    if kind_ == "refused":
+        assert "dur" in str(val) and scale > 1e290
+        return
+    assert kind_ == "ok", val
+    assert np.all(np.isfinite(val))
+    np.testing.assert_allclose(val, base * scale, rtol=1e-12)
