@@ -14,6 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 from fuzzutil import assert_refused, has_nan, outcome, same
 from icml25nb.kernels import makespan as MS
+from icml25nb.kernels import mec as MEC
 from icml25nb.kernels import pointmass as PM
 
 
@@ -107,3 +108,19 @@ def test_makespan_scaled_is_finite_or_refused(scale, seed):
     assert kind_ == "ok", val
     assert np.all(np.isfinite(val))
     np.testing.assert_allclose(val, base * scale, rtol=1e-12)
+
+
+# --- mec (re-probe item 19) ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [-1, -10**9, MEC.MAX_N + 1, 10**6, 10**400, 2.5, "3", None])
+def test_primes_for_refuses_negative_huge_and_non_integer_n(n):
+    "Before: primes_for(10**6) searched primes for minutes (a hang); primes_for(-1) returned a list."
+    assert_refused(MEC.primes_for, n, name="n", timeout=5)
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(0, 200))
+def test_primes_for_covers_n_factorial(n):
+    ps = MEC.primes_for(n)
+    assert ps == sorted(ps, reverse=True) and all(p < 2**50 for p in ps)
+    assert math.prod(ps) > math.factorial(max(n, 1)) >= math.prod(ps[:-1])
