@@ -13,8 +13,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from fuzzutil import assert_refused, has_nan, outcome, same
+from icml25nb import pareto as PB
+from icml25nb.algorithms import hclust as HC
+from icml25nb.kernels import hclust as HK
 from icml25nb.kernels import makespan as MS
 from icml25nb.kernels import mec as MEC
+from icml25nb.kernels import pareto as PK
 from icml25nb.kernels import pointmass as PM
 
 
@@ -124,3 +128,114 @@ def test_primes_for_covers_n_factorial(n):
     ps = MEC.primes_for(n)
     assert ps == sorted(ps, reverse=True) and all(p < 2**50 for p in ps)
     assert math.prod(ps) > math.factorial(max(n, 1)) >= math.prod(ps[:-1])
+
+
+# --- pareto: exactness of integers (re-probe item 24) and overflow of the indicators (item 29) ----------------------
+
+BIG = 2**53
+
+
+@pytest.mark.parametrize("fn, args, name", [
+    (PK.nondominated_mask, (np.array([[BIG, 0], [BIG + 1, 0]]),), "Y"),  # before: [True, True] (both one float)
+    (PK.pareto_rank, (np.array([[BIG, 0], [BIG + 1, 0]]),), "Y"),
+    (PK.nondominated_mask_ref, (np.array([[-BIG - 1, 0], [0, 0]]),), "Y"),
+    (PK.check_points, ([[9007199254740993, 0]],), "Y"),
+    (PK.nondominated_mask, (np.array([[2**63]], dtype=np.uint64),), "Y"),
+    (PB.hypervolume, ([[9007199254740993, 0]], [9007199254740994, 1]), "Y"),  # before: 2.0, true 1
+    (PB.hypervolume, ([[BIG, 0]], [BIG + 1, 1]), "ref"),  # before: 0.0, true 1
+    (PB.nondominated_mask, (np.array([[BIG + 1, 0], [BIG, 0]]),), "Y"),
+    (PB.pareto_rank, ([[BIG + 3, 1], [BIG + 2, 1]],), "Y"),
+    (PB.epsilon_additive, (np.array([[BIG + 1]]), [[0]]), "A"),
+    (PB.igd, ([[0]], np.array([[BIG + 1]])), "R"),
+    (PB.igd_plus, ([[0]], np.array([[-BIG - 1]])), "R"),
+])
+def test_pareto_refuses_integers_float64_cannot_hold(fn, args, name):
+    assert_refused(fn, *args, name=name)
+
+
+@settings(max_examples=25, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(-BIG, BIG), st.integers(-BIG, BIG)), min_size=1, max_size=6))
+def test_pareto_exact_on_integers_up_to_2_53(rows):
+    "Integers of magnitude <= 2**53 are exact in float64: the int64 answer equals the float64 one and brute force."
+    Y = np.array(rows, dtype=np.int64)
+    mask = PK.nondominated_mask(Y)
+    assert np.array_equal(mask, PK.nondominated_mask(Y.astype(float)))
+    brute = [not any(all(int(b) <= int(a) for a, b in zip(r, q)) and tuple(q) != tuple(r) for q in rows)
+             for r in rows]
+    assert mask.tolist() == brute
+
+
+@pytest.mark.parametrize("fn, A, R", [
+    (PB.hypervolume, [[0.0, 0.0]], [1e308, 1e308]),  # before: inf (true 1e616)
+    (PB.hypervolume, [[-1e308, -1e308]], [1e308, 1e308]),
+    (PB.epsilon_additive, [[1e308]], [[-1e308]]),  # true 2e308
+    (PB.igd, [[1e308, 0.0]], [[-1e308, 1e308]]),
+    (PB.igd_plus, [[1e308, 1e308]], [[-1e308, -1e308]]),
+])
+def test_pareto_indicators_beyond_float64_are_refused(fn, A, R):
+    "Before: inf from finite inputs; now one line naming the arguments (the true value exceeds float64's range)."
+    assert_refused(fn, A, R, name="ref" if fn is PB.hypervolume else "A and R")
+
+
+@pytest.mark.parametrize("fn, A, R, want", [
+    (PB.igd, [[1e200, 0.0]], [[0.0, 1e200]], math.sqrt(2) * 1e200),  # before: inf (the squares overflowed)
+    (PB.igd_plus, [[1e200, 0.0]], [[0.0, -1e200]], math.sqrt(2) * 1e200),
+    (PB.epsilon_additive, [[1e308, 0.0]], [[-1e307, 1.0]], 1.1e308),
+    (PB.hypervolume, [[-1e308, 0.0]], [1e308, 1e-300], 2e8),  # before: inf (1e308 - -1e308 overflowed)
+    (PB.hypervolume, [[0.0, 0.0]], [1e200, 1e-200], 1.0),
+])
+def test_pareto_indicators_with_huge_finite_values_are_computed(fn, A, R, want):
+    assert fn(A, R) == pytest.approx(want, rel=1e-12)
+
+
+@settings(max_examples=20, deadline=None)
+@given(k=st.integers(-900, 900), seed=st.integers(0, 50))
+def test_pareto_indicators_scale_by_powers_of_two(k, seed):
+    "f(2^k A, 2^k R) = 2^k f(A, R) (2^(mk) for the hypervolume): exactly, or a refusal where it is beyond float64."
+    rng = np.random.default_rng(seed)
+    A, R = rng.uniform(0, 1, (4, 2)), rng.uniform(0, 1, (3, 2))
+    ref = np.array([1.5, 1.5])
+    for fn, a, r, deg in ((PB.hypervolume, A, ref, 2), (PB.igd, A, R, 1), (PB.igd_plus, A, R, 1),
+                          (PB.epsilon_additive, A, R, 1)):
+        base = fn(a, r)
+        kind, val = outcome(fn, np.ldexp(a, k), np.ldexp(r, k))
+        try:
+            want = math.ldexp(base, deg * k)
+        except OverflowError:
+            want = math.inf
+        if not math.isfinite(want):
+            assert kind == "refused", val
+            continue
+        assert kind == "ok", val
+        if abs(want) > 1e-290:  # far from the subnormals, where scaling loses bits
+            assert val == pytest.approx(want, rel=1e-12), fn.__name__
+
+
+# --- hclust votes (re-probe item 27) -------------------------------------------------------------------------------
+
+def _S():
+    return HC.lca_sizes(np.array([[0, 1, 1.0, 2], [2, 3, 2.0, 3]]))
+
+
+@pytest.mark.parametrize("fn", [HK.count_votes, HK.count_votes_ref, HK.count_votes_cuda])
+@pytest.mark.parametrize("pairs", [[[0, 0]], [[1, 2], [3, 3]], np.array([[2.0, 2.0]])])
+def test_count_votes_refuses_a_pair_of_one_vertex(fn, pairs):
+    "Before: count_votes(S, [[0, 0]], [[2]], .1, 0) -> [1] (a vote for a 'pair' of one vertex); now one line."
+    wit = np.full((len(pairs), 1), 1)
+    assert_refused(fn, _S(), pairs, wit, 0.1, 0, name="pairs")
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**64 - 1), p=st.floats(0, 0.49), m=st.integers(0, 6))
+def test_count_votes_skips_witnesses_of_their_own_pair(seed, p, m):
+    """A witness equal to a vertex of its pair is skipped, as documented (the chapter passes every member of a
+    cluster); the other witnesses get `oracle_answer_ref`'s answer, which refuses such triplets."""
+    S = HC.lca_sizes(np.array([[0, 1, 1.0, 2], [2, 3, 2.0, 3], [4, 5, 3.0, 4]]))
+    g = np.random.default_rng(seed % 1000)
+    pairs = np.array([[0, 1], [2, 3], [1, 3]])
+    wit = g.integers(0, 4, (3, m))
+    got = HK.count_votes(S, pairs, wit, p, seed)
+    assert np.array_equal(got, HK.count_votes_ref(S, pairs, wit, p, seed))
+    want = [sum(int(HK.oracle_answer_ref(S, [u], [v], [w], p, seed)[0]) == w for w in row if w not in (u, v))
+            for (u, v), row in zip(pairs.tolist(), wit.tolist())]
+    assert got.tolist() == want
