@@ -15,7 +15,9 @@ from hypothesis import given, settings, strategies as st
 from fuzzutil import assert_refused, has_nan, outcome, same
 from icml25nb import pareto as PB
 from icml25nb.algorithms import hclust as HC
+from icml25nb.kernels import contraction as CT
 from icml25nb.kernels import hclust as HK
+from icml25nb.kernels import ista as IS
 from icml25nb.kernels import makespan as MS
 from icml25nb.kernels import mec as MEC
 from icml25nb.kernels import pareto as PK
@@ -239,3 +241,70 @@ def test_count_votes_skips_witnesses_of_their_own_pair(seed, p, m):
     want = [sum(int(HK.oracle_answer_ref(S, [u], [v], [w], p, seed)[0]) == w for w in row if w not in (u, v))
             for (u, v), row in zip(pairs.tolist(), wit.tolist())]
     assert got.tolist() == want
+
+
+# --- contraction.phase_rates (re-probe item 29) --------------------------------------------------------------------
+
+def test_phase_rates_refuses_an_overflowing_boost():
+    "Before: phase_rates(w * 1e300, predicted, 1e100) returned inf rates from finite inputs."
+    w = np.array([1.0, 2.0, 3.0]) * 1e300
+    assert_refused(CT.phase_rates, w, np.array([False, True, False]), 1e100, name="boost")
+    r1, tier1, r2 = CT.phase_rates(w, np.array([False, True, False]), 5e7)  # near the edge but finite: computed
+    np.testing.assert_allclose(r1, [5e307, 2e300, 1.5e308], rtol=1e-15)
+    r1, tier1, r2 = CT.phase_rates(w, np.array([False, True, False]), 1e201)  # counts as infinite: tiers, no product
+    assert r1.tolist() == w.tolist() and tier1.tolist() == [0, 1, 0]
+
+
+@settings(max_examples=20, deadline=None)
+@given(scale=st.floats(0, 1e308), boost=st.floats(1, 1e200))
+def test_phase_rates_finite_or_refused(scale, boost):
+    w = np.array([0.5, 1.0, 0.25]) * scale
+    kind, val = outcome(CT.phase_rates, w, np.array([True, False, False]), boost)
+    if kind == "refused":
+        assert "boost" in str(val) and boost * float(w.max()) == math.inf
+    else:
+        assert kind == "ok" and all(np.all(np.isfinite(a)) for a in val)
+
+
+# --- ista (re-probe items 43 and 44) -------------------------------------------------------------------------------
+
+def _ista_problem(B=2, N=6, n=4, seed=0):
+    g = np.random.default_rng(seed)
+    X = g.normal(size=(B, N, n))
+    return X, g.normal(size=(B, N))
+
+
+@pytest.mark.parametrize("scale", [1e160, 1e200, 1e300])
+def test_ista_refuses_an_X_whose_gram_matrix_overflows(scale):
+    "Before: stable_lr(X * 1e160) and ista_batch(X * 1e160, ...) raised numpy's LinAlgError (+ LAPACK noise)."
+    X, y = _ista_problem()
+    assert_refused(IS.stable_lr, X * scale, name="X")
+    assert_refused(IS.stable_lr, X[0] * scale, name="X")
+    for fn in (IS.ista_batch, IS.ista_batch_ref, IS.ista_batch_cuda):
+        assert_refused(fn, X * scale, y, 0.1, iters=3, name="X")
+
+
+@settings(max_examples=20, deadline=None)
+@given(k=st.integers(-400, 600))
+def test_stable_lr_scales_or_refuses(k):
+    "stable_lr(2^k X) = 2^-2k stable_lr(X) wherever X^T X stays finite; a refusal naming X beyond."
+    X, _ = _ista_problem(seed=1)
+    base = IS.stable_lr(X)
+    kind, val = outcome(IS.stable_lr, np.ldexp(X, k))
+    if kind == "refused":
+        assert "X" in str(val) and k > 500
+        return
+    assert kind == "ok", val
+    if -200 < k < 500:  # X^T X neither underflows nor overflows
+        np.testing.assert_allclose(val, np.ldexp(base, -2 * k), rtol=1e-10)
+
+
+def test_ista_recovery_error_is_a_documented_nan_placeholder_without_a_star():
+    "Re-probe item 43 (by design, now documented): without a_star the recovery error is all NaN, the rest finite."
+    X, y = _ista_problem()
+    for fn in (IS.ista_batch, IS.ista_batch_ref):
+        A, train, test = fn(X, y, 0.1, iters=5, log_at=[0, 5])
+        assert np.isfinite(A).all() and np.isfinite(train).all() and np.isnan(test).all() and test.shape == (2, 2)
+        assert "NaN" in fn.__doc__ or "NaN" in IS.__doc__
+    A, train, test = IS.ista_batch(X, y, 0.1, iters=5, a_star=np.ones((2, 4)), log_at=[0, 5])
+    assert np.isfinite(test).all()
