@@ -84,9 +84,11 @@ def _check_ref(ref, m: int, name: str = "ref") -> np.ndarray:
         r = np.asarray(ref)
         if r.dtype.kind not in "biuf":  # a str '3' would be converted silently
             raise TypeError
-        r = r.astype(np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a point (numbers), got {type(ref).__name__}") from None
+    if r.dtype.kind in "iu" and r.size:
+        PK._check_exact_ints(name, r)  # above 2**53 two integers can become one float: a wrong volume
+    r = r.astype(np.float64)
     if r.ndim == 0:
         r = np.full(m, float(r))
     if r.shape != (m,):
@@ -104,7 +106,31 @@ def hypervolume(Y, ref, maximise=False) -> float:
         raise ValueError("Y must be finite for the hypervolume")
     if len(Y) == 0:
         return 0.0
-    return float(moocore.hypervolume(Y, ref=r))
+    hv = float(moocore.hypervolume(Y, ref=r))
+    if math.isfinite(hv):
+        return hv
+    # a difference or a product overflowed (ref = 1e308 gave inf): the same volume on every objective scaled by a
+    # power of 2 (exact), scaled back in the exponent; beyond float64's range it is refused
+    e = np.array([_exponent(np.append(Y[:, j], r[j])) for j in range(Y.shape[1])])
+    return _scaled_back(float(moocore.hypervolume(np.ldexp(Y, -e), ref=np.ldexp(r, -e))), int(e.sum()),
+                        "Y and ref", "hypervolume")
+
+
+def _exponent(x: np.ndarray) -> int:
+    "The binary exponent e with max |x| < 2**e (0 for zeros): x / 2**e lies in (-1, 1)."
+    return math.frexp(float(np.abs(x).max()))[1] if x.size else 0
+
+
+def _scaled_back(v: float, e: int, names: str, what: str) -> float:
+    "v * 2**e, or a one-line ValueError naming `names` when it is not a finite float64."
+    try:
+        v = math.ldexp(v, e)
+    except OverflowError:
+        v = math.inf
+    if not math.isfinite(v):
+        raise ValueError(f"{names} are too large: their {what} is beyond float64's range (about 1.8e308); rescale "
+                         f"the objectives")
+    return v
 
 # %% ../nbs/04_pareto.ipynb #1fd467f6
 def _front_pair(A, R, maximise) -> tuple[np.ndarray, np.ndarray]:
@@ -119,22 +145,34 @@ def _front_pair(A, R, maximise) -> tuple[np.ndarray, np.ndarray]:
     return A * s, R * s
 
 
+def _homogeneous(fn, A, R, what: str) -> float:
+    """`fn(A, ref=R)` for an indicator of degree 1 (f(cA, cR) = c f(A, R)); where a difference or a square
+    overflowed (1e200 gave inf), the same on A and R scaled by one power of 2, scaled back; beyond float64's range
+    a one-line ValueError naming A and R."""
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is handled below, not warned about
+        v = float(fn(A, ref=R))
+    if math.isfinite(v):
+        return v
+    e = _exponent(np.concatenate([A.ravel(), R.ravel()]))
+    return _scaled_back(float(fn(np.ldexp(A, -e), ref=np.ldexp(R, -e))), e, "A and R", what)
+
+
 def epsilon_additive(A, R, maximise=False) -> float:
     "Additive epsilon indicator: the least shift of `A` after which it weakly dominates every point of `R`."
     A, R = _front_pair(A, R, maximise)
-    return float(moocore.epsilon_additive(A, ref=R))
+    return _homogeneous(moocore.epsilon_additive, A, R, "additive epsilon")
 
 
 def igd(A, R, maximise=False) -> float:
     "Inverted generational distance: mean Euclidean distance from each point of `R` to its nearest point of `A`."
     A, R = _front_pair(A, R, maximise)
-    return float(moocore.igd(A, ref=R))
+    return _homogeneous(moocore.igd, A, R, "IGD")
 
 
 def igd_plus(A, R, maximise=False) -> float:
     "IGD+: IGD with the distance counting only the objectives in which the point of `A` is worse."
     A, R = _front_pair(A, R, maximise)
-    return float(moocore.igd_plus(A, ref=R))
+    return _homogeneous(moocore.igd_plus, A, R, "IGD+")
 
 # %% ../nbs/04_pareto.ipynb #4aa58823
 class MCTree:

@@ -52,7 +52,8 @@ MAX_FINITE_BOOST = 1e200  # larger boosts are the infinite boost: their clocks w
 
 
 def phase_rates(w: np.ndarray, predicted: np.ndarray | None = None, boost: float = math.inf):
-    "(r1, tier1, r2): phase-1 rates (edges predicted NOT in the cut boosted by `boost`), tiers, phase-2 rates."
+    """(r1, tier1, r2): phase-1 rates (edges predicted NOT in the cut boosted by `boost`), tiers, phase-2 rates.
+    A finite boost whose product with the largest weight overflows is refused (a one-line error naming boost)."""
     w = check_array("w", w, ndim=1, minimum=0.0)
     boost = check_float("boost", boost, 1.0, finite=False)
     if predicted is not None:
@@ -71,6 +72,9 @@ def phase_rates(w: np.ndarray, predicted: np.ndarray | None = None, boost: float
     if math.isinf(boost):
         tier1[predicted] = 1  # lexicographic limit of an infinite boost
         return r2.copy(), tier1, r2
+    if len(w) and not boost * float(w.max()) < math.inf:  # an inf rate, from finite inputs (w 1e300, boost 1e100)
+        raise ValueError(f"boost * w overflows float64 (boost = {boost!r}, max w = {float(w.max())!r}): use a smaller "
+                         f"boost or rescale w (the contraction depends only on ratios of rates)")
     return np.where(predicted, w, boost * w), tier1, r2
 
 

@@ -7,8 +7,10 @@ are not the strict minimum of ``S`` over the triplet's three pairs. The oracle e
 answer is then one of the two other vertices, with equal probability. Noise is **persistent**: the error and the
 wrong answer are a function of the unordered triplet and the seed alone (a counter-based hash, ``icml25nb.kernels.rng``,
 stream ``a n^2 + b n + c`` for ``a < b < c``), so asking the same triplet again returns the same answer.
-``count_votes(S, pairs, witnesses, p, seed)`` returns, for each pair ``(u, v)``, how many of its witnesses ``w``
-the oracle names as splitting away from ``u`` and ``v``.
+``count_votes(S, pairs, witnesses, p, seed)`` returns, for each pair ``(u, v)`` (``u != v``, refused otherwise), how
+many of its witnesses ``w`` the oracle names as splitting away from ``u`` and ``v``; a witness equal to ``u`` or ``v``
+is skipped (not counted), so that a caller may pass every member of a cluster as the witnesses of each of its pairs
+(the hclust chapter does).
 
 **Cost.** Dasgupta's cost of a tree given as a scipy linkage ``Z`` is the sum over merges of
 ``(|A| + |B|) * W(A, B)``, where ``W(A, B)`` is the total weight between the merged clusters. With the leaves in
@@ -56,6 +58,10 @@ def _check_votes(S, pairs, witnesses, p, seed):
     pairs = check_ids("pairs", pairs, n, ndim=2)
     if pairs.shape[1] != 2:
         raise ValueError(f"pairs must have shape (P, 2), got {pairs.shape}")
+    same = pairs[:, 0] == pairs[:, 1]
+    if same.any():  # (u, u) is no pair: its triplets are not three vertices (it got votes before)
+        i = int(same.argmax())
+        raise ValueError(f"pairs must hold two distinct vertices in every row, got row {i} = {pairs[i].tolist()}")
     witnesses = check_ids("witnesses", witnesses, n, ndim=2)
     if witnesses.shape[0] != pairs.shape[0]:
         raise ValueError(f"witnesses must have shape ({pairs.shape[0]}, m), one row per pair, got {witnesses.shape}")
@@ -96,7 +102,8 @@ def _answers(S, u, v, w, p, seed):
 
 
 def count_votes_ref(S, pairs, witnesses, p: float, seed: int) -> np.ndarray:
-    "NumPy reference: per pair, the number of its witnesses the oracle names as splitting away."
+    """NumPy reference: per pair (two distinct vertices), the number of its witnesses the oracle names as splitting
+    away; witnesses equal to a vertex of their pair are skipped."""
     S, pairs, witnesses, p, seed = _check_votes(S, pairs, witnesses, p, seed)
     u = np.broadcast_to(pairs[:, :1], witnesses.shape)
     v = np.broadcast_to(pairs[:, 1:], witnesses.shape)

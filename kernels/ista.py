@@ -7,7 +7,9 @@ from ``a = 0``::
 
 (exact zeros, unlike subgradient descent). Along the way the kernels record, at the iteration counts in
 ``log_at`` (0 = the starting point), the training error ``mean(r^2)`` and, if ``a_star`` is given, the recovery
-error ``|a - a_star| / |a_star|``: the two curves whose gap is grokking.
+error ``|a - a_star| / |a_star|``: the two curves whose gap is grokking. Without ``a_star`` the recovery error
+(the third output) is an array of NaN of the same shape, a placeholder that says "not measured" (callers, such as
+the grokking chapter, read that array whether or not a_star was given).
 
 Three implementations with one meaning: ``ista_batch_ref`` (NumPy, vectorised over configurations with einsum),
 ``ista_batch`` (``@njit``, parallel over configurations) and ``ista_batch_cuda`` (one block per configuration, the
@@ -28,14 +30,22 @@ __all__ = ["ista_batch_ref", "ista_batch", "ista_batch_cuda", "stable_lr", "benc
 
 
 def stable_lr(X, beta2=0.0) -> np.ndarray:
-    "Step-size limit 2 / lambda_max(X^T X + beta2 I) for each configuration of X (B, N, n) (or one matrix)."
+    """Step-size limit 2 / lambda_max(X^T X + beta2 I) for each configuration of X (B, N, n) (or one matrix); an X
+    whose X^T X overflows float64 is refused (a one-line ValueError naming X)."""
     X = check_array("X", X, ndim=(2, 3), min_size=1)
     if 0 in X.shape:
         raise ValueError(f"X must have no empty axis, got shape {X.shape}")
     single = X.ndim == 2
     X = X[None] if single else X
     b2 = _per_config("beta2", beta2, len(X))
-    lam = np.array([np.linalg.eigvalsh(x.T @ x)[-1] for x in X]) + b2
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below, not warned about
+        grams = [x.T @ x for x in X]
+    if not all(np.isfinite(g).all() for g in grams):  # X * 1e160: inf entries made eigvalsh a LinAlgError
+        raise ValueError(f"X is too large: X^T X overflows float64 (max |X| = {float(np.abs(X).max()):g}); rescale X "
+                         f"(and y)")
+    lam = np.array([np.linalg.eigvalsh(g)[-1] for g in grams]) + b2
+    if not np.isfinite(lam).all():
+        raise ValueError("X and beta2 are too large: lambda_max(X^T X) + beta2 overflows float64; rescale them")
     with np.errstate(divide="ignore"):  # X = 0 and beta2 = 0: no limit (inf)
         out = 2.0 / lam
     return out[0] if single else out
@@ -85,7 +95,8 @@ def _check_converged(A, train, lr):
 
 
 def ista_batch_ref(X, y, beta1, beta2=0.0, lr=None, iters: int = 1000, a_star=None, log_at=None):
-    """NumPy reference: (final iterates (B, n), training error (B, L), recovery error (B, L)) at `log_at`.
+    """NumPy reference: (final iterates (B, n), training error (B, L), recovery error (B, L)) at `log_at`; the
+    recovery error is all NaN (not measured) when `a_star` is None.
 
     `lr` defaults to half the stability limit, 1 / lambda_max(X^T X + beta2 I), per configuration."""
     lr = stable_lr(X, beta2) / 2 if lr is None else lr
@@ -175,7 +186,7 @@ def _ista_njit(X, y, beta1, beta2, lr, iters, a_star, has_star, log_at, A, train
 
 
 def ista_batch(X, y, beta1, beta2=0.0, lr=None, iters: int = 1000, a_star=None, log_at=None):
-    "CPU kernel (parallel over configurations) for `ista_batch_ref`."
+    "CPU kernel (parallel over configurations) for `ista_batch_ref` (recovery error all NaN when `a_star` is None)."
     lr = stable_lr(X, beta2) / 2 if lr is None else lr
     X, y, beta1, beta2, lr, iters, a_star, has_star, log_at = _check(X, y, beta1, beta2, lr, iters, a_star, log_at)
     B, N, n = X.shape

@@ -83,6 +83,12 @@ def check_makespan_inputs(ptr, pred, slot, kind, dur, extra):
         raise ValueError("dur must be finite and non-negative")
     if np.isnan(extra).any() or np.isposinf(extra).any():
         raise ValueError("extra must be finite or -inf (an edge switched off)")
+    # a longest path has at most n vertices and n - 1 edges: if n (max dur + max extra) is finite no sum overflows
+    # (extra = 1e308 gave a makespan of inf from finite inputs)
+    top = (float(dur.max()) if dur.size else 0.0) + max(0.0, float(extra.max()) if extra.size else 0.0)
+    if not n * top < math.inf:
+        raise ValueError(f"dur and extra are too large: a makespan could overflow float64 (n_vertices x (max dur + "
+                         f"max extra) = {n} x {top:g}); rescale dur and extra (e.g. to other time units)")
     return ptr, pred, slot, kind, dur, extra
 
 
@@ -301,9 +307,15 @@ def schedule_dag(n_stages: int, n_micro: int, all_pairs: bool = True) -> tuple:
 
 def random_plan_weights(n_stages: int, n_extra: int, n_plans: int, seed: int = 0, all_pairs: bool = True) -> tuple:
     """`dur` and `extra` of `n_plans` random plans for `schedule_dag`: lognormal stage times (backward 2x forward),
-    transfers between neighbouring stages, the other pairs switched off (-inf) as a chain's split leaves them."""
+    transfers between neighbouring stages, the other pairs switched off (-inf) as a chain's split leaves them.
+    `n_extra` must be the one `schedule_dag(n_stages, ., all_pairs)` returns (a ValueError naming it otherwise)."""
     n_stages, n_extra = check_int("n_stages", n_stages, 1, 1024), check_int("n_extra", n_extra, 0)
     n_plans, seed = check_int("n_plans", n_plans, 0), check_int("seed", seed, 0, 2**63 - 1)
+    S = int(n_stages)
+    want = (S * (S - 1) // 2 if all_pairs else S - 1) + S  # what schedule_dag returns: one column a pair, one a stage
+    if n_extra != want:  # n_extra = 0 for 2 stages was an IndexError
+        raise ValueError(f"n_extra must be {want} for n_stages = {S} (all_pairs = {bool(all_pairs)}), the n_extra "
+                         f"that schedule_dag returns, got {n_extra}")
     check_memory("n_plans", float(n_plans) * (3 * n_stages + 1 + n_extra), 8)
     rng = np.random.default_rng(seed)
     S, P = int(n_stages), int(n_plans)

@@ -303,7 +303,9 @@ def _prime(i: int) -> int:
 
 
 def primes_for(n: int) -> list[int]:
-    "The primes below 2^50 whose product exceeds n! (the most AMOs a graph on n vertices can have), largest first."
+    """The primes below 2^50 whose product exceeds n! (the most AMOs a graph on n vertices can have), largest first;
+    n an int in [0, MAX_N] (a one-line error naming n otherwise: 10**6 searched primes for minutes)."""
+    n = check_int("n", n, 0, MAX_N)
     bound, prod, out = math.factorial(max(n, 1)), 1, []
     while prod <= bound:
         out.append(_prime(len(out)))

@@ -47,9 +47,27 @@ __all__ = ["check_points", "nondominated_mask_ref", "pareto_rank_ref", "nondomin
 
 
 # ----------------------------------------------------------------------------------------------------------- inputs
+def _check_exact_ints(name: str, a: np.ndarray) -> None:
+    "An integer array whose entries float64 holds exactly (|a| <= 2**53), or a one-line ValueError naming `name`."
+    lo, hi = int(a.min()), int(a.max())
+    if lo < -2**53 or hi > 2**53:
+        raise ValueError(f"{name} holds integers beyond 2**53 in magnitude ([{lo}, {hi}]), which float64 cannot hold "
+                         f"exactly (comparisons would be wrong); rescale or shift them first")
+
+
 def check_points(Y, name: str = "Y") -> np.ndarray:
-    "`Y` as a C-contiguous float64 (n, m) array with m >= 1 and no NaN, or a one-line TypeError/ValueError."
-    a = check_array(name, Y, finite=False, contiguous=False)  # real numbers: no strings, objects, complex
+    """`Y` as a C-contiguous float64 (n, m) array with m >= 1 and no NaN, or a one-line TypeError/ValueError.
+    Integer entries must have |y| <= 2**53 (float64 holds them exactly): above, two distinct integers can become one
+    float and a dominance or a hypervolume would be silently wrong."""
+    raw = Y
+    if not isinstance(Y, (np.ndarray, str, bytes)) and Y is not None:
+        try:
+            raw = np.asarray(Y)
+        except (TypeError, ValueError):  # ragged: check_array refuses it, naming `name`
+            raw = Y
+    if isinstance(raw, np.ndarray) and raw.dtype.kind in "iu" and raw.size:
+        _check_exact_ints(name, raw)
+    a = check_array(name, raw, finite=False, contiguous=False)  # real numbers: no strings, objects, complex
     if a.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array (points, objectives), got shape {a.shape}")
     if a.shape[1] == 0 and a.shape[0] > 0:

@@ -37,14 +37,15 @@ def _first_nonfinite(pos, vel, goal, action):
 
 
 def check_step_inputs(pos, vel, goal, action):
-    """The four arrays as C-contiguous float64 (n, D), n >= 1, D >= 1, all of `pos`'s shape and finite; a one-line
-    ValueError/TypeError naming the argument otherwise."""
+    """The four arrays as C-contiguous, writeable float64 (n, D) (read-only ones are copied), n >= 1, D >= 1, all of
+    `pos`'s shape and finite; a one-line ValueError/TypeError naming the argument otherwise."""
     nd = np.ndarray
     if (type(pos) is nd and type(vel) is nd and type(goal) is nd and type(action) is nd  # the common case, fast
             and pos.dtype == vel.dtype == goal.dtype == action.dtype == np.float64 and pos.ndim == 2
             and pos.shape == vel.shape == goal.shape == action.shape and pos.shape[0] >= 1 and pos.shape[1] >= 1
             and pos.flags.c_contiguous and vel.flags.c_contiguous and goal.flags.c_contiguous
-            and action.flags.c_contiguous and _first_nonfinite(pos, vel, goal, action) < 0):
+            and action.flags.c_contiguous and pos.flags.writeable and vel.flags.writeable
+            and goal.flags.writeable and action.flags.writeable and _first_nonfinite(pos, vel, goal, action) < 0):
         return [pos, vel, goal, action]
     out = []
     shape = None
@@ -56,18 +57,31 @@ def check_step_inputs(pos, vel, goal, action):
             shape = x.shape
         elif x.shape != shape:
             raise ValueError(f"{name} must have shape {shape} like pos, got {x.shape}")
+        if not x.flags.writeable:  # a read-only array (a view of a buffer, np.broadcast_to): one writeable copy, so
+            x = x.copy()           # that the compiled passes see one array type (numba types read-only apart)
         out.append(x)
     return out
 
 
 def check_step_params(dt, force, damping, ctrl_cost):
-    "The four scalars as floats: dt > 0, force, damping and ctrl_cost >= 0, all finite; a one-line error naming one."
+    """The four scalars as floats: dt > 0, force, damping and ctrl_cost >= 0, all finite, and a stable step:
+    dt * damping <= 2 (so |1 - damping dt| <= 1: the velocity never grows by damping) and dt * force finite (no
+    inf * 0 = NaN for a zero action); a one-line error naming the argument otherwise. Within these bounds the step
+    never gives NaN: a position that overflows is put on the wall."""
     if type(dt) is float and type(force) is float and type(damping) is float and type(ctrl_cost) is float \
             and 0.0 < dt < math.inf and 0.0 <= force < math.inf and 0.0 <= damping < math.inf \
-            and 0.0 <= ctrl_cost < math.inf:  # the common case, fast
+            and 0.0 <= ctrl_cost < math.inf and dt * damping <= 2.0 and dt * force < math.inf:  # the common case
         return dt, force, damping, ctrl_cost
-    return (check_float("dt", dt, 0.0, open_min=True), check_float("force", force, 0.0),
-            check_float("damping", damping, 0.0), check_float("ctrl_cost", ctrl_cost, 0.0))
+    dt, force, damping, ctrl_cost = (
+        check_float("dt", dt, 0.0, open_min=True), check_float("force", force, 0.0),
+        check_float("damping", damping, 0.0), check_float("ctrl_cost", ctrl_cost, 0.0))
+    if not dt * damping <= 2.0:
+        raise ValueError(f"damping must satisfy dt * damping <= 2 (a stable step, |1 - damping dt| <= 1), got "
+                         f"dt = {dt!r}, damping = {damping!r}")
+    if not dt * force < math.inf:
+        raise ValueError(f"force must satisfy dt * force < inf (the velocity update overflows), got dt = {dt!r}, "
+                         f"force = {force!r}")
+    return dt, force, damping, ctrl_cost
 
 
 def step_ref(pos, vel, goal, action, dt: float = 0.1, force: float = 2.0, damping: float = 1.0,
