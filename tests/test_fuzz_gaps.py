@@ -142,3 +142,80 @@ def test_defect_gim_data_api(gim):
     order, score = GM.shift_sparsity_order(data, restarts=1)
     assert sorted(order) == [0, 1, 2, 3] and np.isfinite(score)
     assert np.isfinite(GM.loglik_bruteforce(model, data["ood"][0]))
+
+
+# ------------------------------------------------------------------------------------------ kernels.mnl references
+from icml25nb.kernels import mnl as MK  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def mnlref():
+    rng = np.random.default_rng(0)
+    XS, theta = rng.normal(size=(3, 2)), rng.normal(size=2)
+    A = rng.normal(size=(2, 2))
+    H = A @ A.T + np.eye(2)
+    return XS, theta, H, np.linalg.inv(H)
+
+
+def test_defect_mnl_refs(mnlref):
+    """Before: probs_ref / hessian_factor_ref with theta (d, 1) broadcast into (k, 1) utilities and answered with
+    arrays of the wrong shape; grad_hessian_ref(choice=-2) took the second-to-last row as the choice (negative
+    wrap-around), choice=3 / 1.5: IndexError; probs_ref of an empty XS: numpy's 'zero-size array' message;
+    woodbury_ref(c=0): ZeroDivisionError-like inf, c=nan: NaN; woodbury_ref with U of the wrong row count: numpy's
+    matmul message; project_ref(B=nan) returned theta_p unchanged (outside any ball), B=0: division by zero,
+    a non-symmetric Htilde: eigh read one triangle and answered for another matrix, a singular Htilde: NaN."""
+    XS, theta, H, Hinv = mnlref
+    for fn in (MK.probs_ref, MK.hessian_factor_ref):
+        assert_refused(fn, XS, theta[:, None], name="theta")
+        assert_refused(fn, XS[:0], theta, name="XS")
+    for choice in (-2, 3, 1.5, True, "0"):
+        assert_refused(MK.grad_hessian_ref, XS, theta, choice, name="choice")
+    U = MK.hessian_factor_ref(XS, theta)
+    for c in (0.0, NAN, -1.0, "1"):
+        assert_refused(MK.woodbury_ref, Hinv, U, c, name="c")
+    assert_refused(MK.woodbury_ref, Hinv, U[:1], 1.0, name="U")
+    far = 10 * theta / np.linalg.norm(theta)
+    for B in (NAN, 0.0, -1.0, "1", None):
+        assert_refused(MK.project_ref, H, far, B, name="B")
+    assert_refused(MK.project_ref, H + np.triu(np.ones((2, 2)), 1), far, 1.0, name="Htilde")
+    assert_refused(MK.project_ref, np.zeros((2, 2)), far, 1.0, name="Htilde")
+    assert_refused(MK.project_ref, H, far[:, None], 1.0, name="theta_p")
+
+
+def test_mnl_refs_refuse_each_and_answer_as_before(mnlref):
+    XS, theta, H, Hinv = mnlref
+    bad_rows = (None, "x", XS[0], XS * NAN, XS[:0], XS[:, :1], np.zeros((3, 2, 1)))
+    bad_theta = (None, "x", theta[:1], theta[:, None], theta * INF, np.r_[theta, 0.0])
+    n = refuses_each(MK.probs_ref, dict(XS=XS, theta=theta), dict(theta=bad_theta))
+    n += refuses_each(MK.hessian_factor_ref, dict(XS=XS, theta=theta), dict(theta=bad_theta))
+    n += refuses_each(MK.grad_hessian_ref, dict(XS=XS, theta=theta, choice=0), dict(
+        theta=bad_theta, choice=(-2, 3, 10**12, 1.5, True, None, NAN, "0")))
+    for fn, kw in ((MK.probs_ref, {}), (MK.hessian_factor_ref, {}), (MK.grad_hessian_ref, dict(choice=0))):
+        for v in bad_rows:  # a wrong XS may be named as XS or, where XS fixes d, theta
+            err = assert_refused(fn, v, theta, **kw)
+            assert "XS" in str(err) or "theta" in str(err), err
+            n += 1
+    U = MK.hessian_factor_ref(XS, theta)
+    n += refuses_each(MK.woodbury_ref, dict(Hinv=Hinv, U=U, c=1.0), dict(
+        Hinv=(None, Hinv[0], Hinv[:1], Hinv * NAN, np.zeros((0, 0))), U=(None, U[:1], U[0], U * NAN),
+        c=(0.0, -1.0) + BAD_REAL))
+    far = 10 * theta / np.linalg.norm(theta)
+    n += refuses_each(MK.project_ref, dict(Htilde=H, theta_p=far, B=1.0), dict(
+        Htilde=(None, H[0], H[:1], H * NAN, -H, H + np.triu(np.ones((2, 2)), 1)),
+        theta_p=(None, far[:1], far[:, None], far * NAN, far[:0]), B=(0.0, -1.0, NAN, -INF, "3", None, True)))
+    assert n > 60
+    # valid calls: the same answers as the formulas (and as before the checks)
+    u = XS @ theta
+    z = 1.0 + np.exp(u).sum()
+    p, p0 = MK.probs_ref(XS, theta)
+    assert np.allclose(p, np.exp(u) / z) and np.isclose(p0, 1 / z)
+    g, G = MK.grad_hessian_ref(XS, theta, -1)
+    assert np.allclose(g, p @ XS) and np.allclose(G, U @ U.T)
+    assert np.allclose(MK.woodbury_ref(Hinv, U, 0.5), np.linalg.inv(H + 0.5 * U @ U.T))
+    v = MK.project_ref(H, far, 1.0)
+    assert np.isclose(np.linalg.norm(v), 1.0) and np.array_equal(MK.project_ref(H, far, INF), far)
+    # equivalent inputs: lists, float32, non-contiguous, int give the float64 answer
+    from fuzzutil import non_contiguous
+    for XS2 in (XS.tolist(), non_contiguous(XS)):
+        assert same(MK.probs_ref(XS2, theta), (p, p0))
+    assert same(MK.project_ref(non_contiguous(H), far.tolist(), 1), v)
