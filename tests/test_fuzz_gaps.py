@@ -219,3 +219,67 @@ def test_mnl_refs_refuse_each_and_answer_as_before(mnlref):
     for XS2 in (XS.tolist(), non_contiguous(XS)):
         assert same(MK.probs_ref(XS2, theta), (p, p0))
     assert same(MK.project_ref(non_contiguous(H), far.tolist(), 1), v)
+
+
+# ---------------------------------------------------------------------------------------------------------- mincut
+import networkx as nx  # noqa: E402
+
+from icml25nb.algorithms import mincut as MC  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def ring():
+    G = MC.ring_of_cliques(4, 3, 2, 1, seed=0)
+    return G, MC.as_edge_list(G)
+
+
+def test_defect_mincut_records_and_masks(ring):
+    """Before: EdgeList(n='3', ...) and EdgeList with ids >= n were accepted (the kernels then read out of range);
+    MinCut(nan, ...) held a NaN value; prediction_mask(None, ...): AttributeError; prediction_mask with the G of
+    another graph (a 3-node path for a 18-edge ring) answered a mask built from the wrong edge list;
+    prediction_mask(el, G, 5): 'int object is not iterable' naming nothing; warm_start([]) / warm_start([G]):
+    NaN ratios; warm_start([1, 2]): AttributeError."""
+    G, el = ring
+    a = dict(n=el.n, src=el.src, dst=el.dst, w=el.w, nodes=el.nodes, keep=el.keep, m_input=el.m_input)
+    assert_refused(MC.EdgeList, **{**a, "n": "3"}, name="n")
+    assert_refused(MC.EdgeList, **{**a, "src": el.src + el.n}, name="src")
+    assert_refused(MC.MinCut, NAN, np.zeros(3, bool), 1, name="value")
+    assert_refused(MC.prediction_mask, None, G, [(0, 1)], name="el")
+    assert_refused(MC.prediction_mask, el, nx.path_graph(3), [(0, 1)], name="G")
+    assert_refused(MC.prediction_mask, el, G, 5, name="predictions")
+    assert_refused(MC.warm_start, [], 10, 0, name="instances")
+    assert_refused(MC.warm_start, [G], 10, 0, name="instances")
+    assert_refused(MC.warm_start, [1, 2], 10, 0, name="instances")
+
+
+def test_mincut_refuses_each_and_answers_as_before(ring):
+    G, el = ring
+    a = dict(n=el.n, src=el.src, dst=el.dst, w=el.w, nodes=el.nodes, keep=el.keep, m_input=el.m_input)
+    n = refuses_each(MC.EdgeList, a, dict(
+        n=BAD_INT + (1, 0, -1, el.n + 1), src=(None, "x", el.src[:-1], el.src - 1, el.src + 0.5, el.src[:, None]),
+        dst=(None, el.dst[:-1], el.dst + el.n), w=(None, el.w[:-1], el.w * NAN, -el.w, el.w[:, None]),
+        keep=(None, el.keep[:-1], el.keep + el.m_input), m_input=BAD_INT + (-1, len(el.keep) - 1),
+        nodes=(None, el.nodes[:-1], 5)))
+    good = dict(value=2.0, side=np.array([True, False, True]), trials=3)
+    n += refuses_each(MC.MinCut, good, dict(
+        value=BAD_REAL + (-1.0,), side=(None, "x", np.array([0.5, 1.0]), np.array([2, 0]), np.zeros((2, 2))),
+        trials=BAD_INT + (-1,), method=("nope", None, 1)))
+    mask = np.zeros(G.number_of_edges(), bool)
+    n += refuses_each(MC.prediction_mask, dict(el=el, G=G, predictions=mask), dict(
+        el=(None, G, "el"), G=(None, "G", nx.path_graph(3), nx.DiGraph(G)),
+        predictions=(5, 1.5, mask[:-1], np.r_[mask, mask], [(0, 99)], [0.5], [(0,)], "ab")), name_in_message=False)
+    n += refuses_each(MC.warm_start, dict(instances=[G, G], trials=5, seed=0), dict(
+        instances=(None, [], [G], [G, 1], "GG", [G, nx.DiGraph(G)]), trials=BAD_INT + (0, -1, 10**12),
+        seed=(-1, "0", None, 1.5, 2**64)), name_in_message=False)
+    assert n > 60
+    # valid calls: as before the checks
+    assert np.array_equal(MC.prediction_mask(el, G, mask), mask[el.keep])
+    edges = list(G.edges)[:2]
+    m2 = MC.prediction_mask(el, G, edges)
+    assert m2.sum() == 2 and np.array_equal(MC.prediction_mask(el, G, mask.astype(int)), mask[el.keep])
+    b = MC.EdgeList(**a)
+    assert b.n == el.n and b.src is el.src
+    cut = MC.min_cut(G, trials=20, seed=0)
+    assert cut == MC.MinCut(cut.value, cut.side, cut.trials, cut.method)
+    out = MC.warm_start([G, G, G], 20, 0)
+    assert np.isfinite(out["ratio"]) and len(out["plain"]) == 3
