@@ -283,3 +283,53 @@ def test_mincut_refuses_each_and_answers_as_before(ring):
     assert cut == MC.MinCut(cut.value, cut.side, cut.trials, cut.method)
     out = MC.warm_start([G, G, G], 20, 0)
     assert np.isfinite(out["ratio"]) and len(out["plain"]) == 3
+
+
+# ------------------------------------------------------------------------------------------------------- combimots
+from icml25nb.generative import combimots as CM  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cmspace():
+    return CM.library_space(CM.draw_library(6, 0))
+
+
+def test_defect_combimots_diversity_penalty(cmspace):
+    """Before: ParetoMCTS / ScalarMCTS / MeanObjectiveMCTS(diversity_penalty='no') searched *with* the penalty
+    (bool('no') is True), diversity_penalty=nan likewise. Now refused, naming it."""
+    for cls in (CM.ParetoMCTS, CM.ScalarMCTS, CM.MeanObjectiveMCTS):
+        for v in ("no", NAN, None, 0.5):
+            assert_refused(cls, cmspace, diversity_penalty=v, name="diversity_penalty")
+
+
+def test_combimots_searches_refuse_each(cmspace):
+    def obj1(s):
+        return np.array([1.0])
+    n = 0
+    for cls in (CM.ScalarMCTS, CM.MeanObjectiveMCTS):
+        n += refuses_each(cls, dict(space=cmspace), dict(
+            space=(None, "x", CM.draw_library(6, 0)), objectives=(None, 3, "f"), c=(-1.0,) + BAD_REAL,
+            max_reactions=(0, -1) + BAD_INT, diversity_penalty=("yes", None, 1.5),
+            seed=(-1, "0", None, 1.5, 2**64)), name_in_message=False)
+        search = cls(cmspace, seed=0)
+        n += refuses_each(search.run, dict(n_rollouts=1), dict(n_rollouts=(-1,) + BAD_INT))
+        # objectives that return NaN, an empty vector or a matrix are refused when first called
+        for bad in (lambda s: np.array([NAN]), lambda s: np.zeros(0), lambda s: np.zeros((2, 2)), lambda s: "x"):
+            assert_refused(cls, cmspace, objectives=bad, name="objectives")
+            n += 1
+        assert cls(cmspace, objectives=obj1, seed=0).run(2) is not None
+    n += refuses_each(CM.random_rollouts, dict(space=cmspace, n_rollouts=1), dict(
+        space=(None, "x"), objectives=(None, 3), n_rollouts=(-1,) + BAD_INT, max_reactions=(0,) + BAD_INT,
+        seed=(-1, "0", None, 1.5)), name_in_message=False)
+    assert n > 60
+    # valid calls: deterministic for a seed, the same as the class they wrap, products finite
+    a = CM.random_rollouts(cmspace, n_rollouts=3, seed=1)
+    b = CM.RandomRollouts(cmspace, seed=1).run(3)
+    assert [p.smiles for p in a] == [p.smiles for p in b]
+    assert all(np.isfinite(p.scores).all() for p in a)
+    for cls in (CM.ScalarMCTS, CM.MeanObjectiveMCTS):
+        x, y = cls(cmspace, seed=2).run(3), cls(cmspace, seed=2, diversity_penalty=np.bool_(True)).run(3)
+        assert [p.smiles for p in x] == [p.smiles for p in y]
+    blocks = CM.all_building_blocks()
+    assert len(blocks) == 60 and len(set(blocks)) == 60
+    assert all(CM.canonical_smiles(s) == s for s in blocks)
