@@ -333,3 +333,58 @@ def test_combimots_searches_refuse_each(cmspace):
     blocks = CM.all_building_blocks()
     assert len(blocks) == 60 and len(set(blocks)) == 60
     assert all(CM.canonical_smiles(s) == s for s in blocks)
+
+
+# ------------------------------------------------------------------------------------------------------ crl_sanity
+from icml25nb.causal import crl_sanity as CR  # noqa: E402
+
+
+def test_defect_crl_sanity():
+    """Before: MLPEncoder(groups=0) built an empty encoder, groups=-1 / 1e9 and hidden=1e7: RuntimeError from torch,
+    groups='3' / 1.5 / None: 'repeat() takes 1 positional argument'; its forward of an (n, d) or wrong-width input:
+    RuntimeError from baddbmm, of NaN: NaN; matched_order with fewer z_hat columns than z: IndexError at an index
+    read from np.empty (garbage); ica_baseline(d=1e6) answered with fewer components than asked, X_test of another
+    image size: sklearn's message, an empty X_train: 'cannot reshape array of size 0'."""
+    for g in (0, -1, "3", 1.5, None, True, 10**9):
+        assert_refused(CR.MLPEncoder, 4, 2, 8, g, name="groups", timeout=5)
+    assert_refused(CR.MLPEncoder, 4, 2, 10**7, name="hidden", timeout=5)
+    enc = CR.MLPEncoder(4, 2, 8, 1)
+    for x in (torch.zeros(3, 4), torch.zeros(1, 3, 5), torch.full((1, 3, 4), NAN), np.zeros((1, 3, 4))):
+        assert_refused(enc, x, name="x")
+    rng = np.random.default_rng(0)
+    z, zh = rng.normal(size=(20, 5)), rng.normal(size=(20, 3))
+    assert_refused(CR.matched_order, zh, z, name="z_hat")
+    X = rng.normal(size=(20, 4, 4, 3))
+    assert_refused(CR.ica_baseline, X, X, 10**6, name="d")
+    assert_refused(CR.ica_baseline, X, X[:, :2], name="X_test")
+    assert_refused(CR.ica_baseline, X[:0], X, name="X_train")
+
+
+def test_crl_sanity_refuses_each_and_answers_as_before():
+    rng = np.random.default_rng(1)
+    z = rng.normal(size=(12, 5))
+    X = rng.normal(size=(12, 3, 3, 3))
+    n = refuses_each(CR.MLPEncoder, dict(d_in=4, d_out=2, hidden=4), dict(
+        d_in=BAD_INT + (0, 10**12), d_out=BAD_INT + (0,), hidden=BAD_INT + (0, 10**7), groups=BAD_INT + (0, 10**9),
+        seed=(-1, "0", 1.5, 2**64)), timeout=5)
+    n += refuses_each(CR.sensor_views, dict(z=z), dict(z=(None, "z", z[:, :4], z * NAN, z[0])))
+    n += refuses_each(CR.chance_mcc, dict(X=X, z=z), dict(
+        X=(None, "X", X * NAN, X[:5], X[None].repeat(2, 0)), z=(None, z[:5], z * INF),
+        hidden=BAD_INT + (0,), seed=(-1, "0")), name_in_message=False)
+    n += refuses_each(CR.ica_baseline, dict(X_train=X, X_test=X[:4], d=2), dict(
+        X_train=(None, X * NAN, X[:0]), X_test=(None, X[:, :2], X * INF), d=BAD_INT + (0, 10**6), seed=(-1, "0")),
+        name_in_message=False)
+    n += refuses_each(CR.matched_order, dict(z_hat=z, z=z), dict(
+        z_hat=(None, z[:, :2], z * NAN, z[:5], z[0])), name_in_message=False)
+    assert n > 50
+    # valid calls: unchanged answers (an encoder's output, a permutation recovered, ICA's shape)
+    enc = CR.MLPEncoder(4, 2, 8, 2, seed=3)
+    x = torch.as_tensor(rng.normal(size=(2, 5, 4)), dtype=torch.float32)
+    y = enc(x)
+    assert y.shape == (2, 5, 2) and torch.equal(y, CR.MLPEncoder(4, 2, 8, 2, seed=3)(x))
+    perm = z[:, [2, 0, 4, 1, 3]]
+    assert np.array_equal(CR.matched_order(perm, z), z)
+    assert CR.ica_baseline(X, X[:4], 2).shape == (4, 2)
+    assert 0.0 <= CR.chance_mcc(X, z) <= 1.0
+    views = CR.sensor_views(z)
+    assert [v.shape for v in views] == [(12, 3), (12, 1), (12, 1)]
