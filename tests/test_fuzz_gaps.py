@@ -388,3 +388,66 @@ def test_crl_sanity_refuses_each_and_answers_as_before():
     assert 0.0 <= CR.chance_mcc(X, z) <= 1.0
     views = CR.sensor_views(z)
     assert [v.shape for v in views] == [(12, 3), (12, 1), (12, 1)]
+
+
+# ------------------------------------------------------------------------------------------------ vmf and control
+from icml25nb import control as CT  # noqa: E402
+from icml25nb.bandits import vmf as VM  # noqa: E402
+
+_REC = dict(n=30, d=3, T=2, kappa=5.0, users=1, seed=0, trunc_k=5)
+
+
+def test_defect_vmf_recommender():
+    """Before: recommender(T=0): ZeroDivisionError; users=0: NaN mean rewards; trunc_k=0 and users=1e12: still
+    running after 10 s; T=1.5: numpy's 'expected a sequence of integers'; seed=-1: an error about seed -992."""
+    for kw, name in ((dict(T=0), "T"), (dict(users=0), "users"), (dict(trunc_k=0), "trunc_k"),
+                     (dict(users=10**12), "users"), (dict(T=1.5), "T"), (dict(seed=-1), "got -1")):
+        assert_refused(VM.recommender, **{**_REC, **kw}, name=name, timeout=5)
+
+
+def test_defect_load_agent(tmp_path):
+    """Before: load_agent(None) / load_agent(5): AttributeError ('no attribute seek'); a missing file:
+    FileNotFoundError; a folder: IsADirectoryError; a non-torch file: struct.error; a saved dict without the
+    agent's state: KeyError 'hidden'. Now: one-line errors naming path."""
+    junk, cfg_only = tmp_path / "junk.pt", tmp_path / "cfg.pt"
+    junk.write_text("junk")
+    torch.save({"algo": "TD3", "config": {"obs_dim": 3, "act_dim": 2}}, cfg_only)
+    for p in (None, 5, tmp_path / "missing.pt", tmp_path, junk, cfg_only):
+        assert_refused(CT.load_agent, p, name="path")
+
+
+def test_vmf_control_refuse_each_and_answer_as_before(tmp_path):
+    n = refuses_each(VM.recommender, _REC, dict(
+        n=BAD_INT + (0,), d=BAD_INT + (0,), T=BAD_INT + (0, 10**12), kappa=(0.0, -1.0) + BAD_REAL,
+        users=BAD_INT + (0, 10**12), seed=(-1, "0", None, 1.5, 2**64), trunc_k=BAD_INT + (0, 31)), timeout=5,
+        name_in_message=False)
+    A = VM.uniform_catalogue(20, 3, seed=1)
+    n += refuses_each(VM.ActionIndex, dict(A=A), dict(
+        A=(None, "A", A * NAN, A[:0], 2 * A, A[0]), kind=(None, "ball", 1)), name_in_message=False)
+    for kind in ("kdtree", "brute"):
+        idx = VM.ActionIndex(A, kind)
+        n += refuses_each(idx.query, dict(Q=A[:2]), dict(Q=(None, "Q", A[:, :2], A * NAN, np.zeros((2, 2, 3)))),
+                          name_in_message=False)
+        n += refuses_each(idx.topk, dict(q=A[0], k=2), dict(
+            q=(None, "q", A[:2], A[0, :2], A[0] * NAN), k=BAD_INT + (0, -1, 21)))
+        # valid: the nearest neighbour of each action is itself, topk agrees with a sort
+        assert np.array_equal(idx.query(A), np.arange(20))
+        assert set(idx.topk(A[0], 3)) == set(np.argsort(-(A @ A[0]))[:3])
+    n += refuses_each(CT.Agent, dict(obs_dim=3, act_dim=2), dict(
+        obs_dim=BAD_INT + (0, 10**12), act_dim=BAD_INT + (0, 10**12), action_low=(NAN, "x", [0, 0, 0], 2.0),
+        action_high=(INF, None, -2.0), seed=(-1, "0", 1.5)), name_in_message=False)
+    assert n > 80
+    out, secs = VM.recommender(**_REC)
+    assert set(out) == set(secs) and all(0.0 <= v["mean_reward"] <= 1.0 for v in out.values())
+    agent = CT.TD3(3, 2, seed=0)
+    path = agent.save(tmp_path / "a.pt")
+    back = CT.load_agent(path)
+    obs = np.zeros(3, np.float32)
+    assert type(back) is CT.TD3 and np.array_equal(back.act(obs, True), agent.act(obs, True))
+
+
+def test_defect_agent_huge_dims():
+    """Before: Agent(3, act_dim=1e12): MemoryError from broadcasting the action bounds (3.6 TiB) before any size
+    check. Now refused up front, naming act_dim (obs_dim likewise)."""
+    assert_refused(CT.Agent, 3, 10**12, name="act_dim", timeout=5)
+    assert_refused(CT.Agent, 10**12, 2, name="obs_dim", timeout=5)
