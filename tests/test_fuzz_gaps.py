@@ -451,3 +451,46 @@ def test_defect_agent_huge_dims():
     check. Now refused up front, naming act_dim (obs_dim likewise)."""
     assert_refused(CT.Agent, 3, 10**12, name="act_dim", timeout=5)
     assert_refused(CT.Agent, 10**12, 2, name="obs_dim", timeout=5)
+
+
+# ------------------------------------------------------------------------------------------------------------- mec
+from icml25nb.causal import mec as ME  # noqa: E402
+
+
+def test_defect_mec_components_and_trees():
+    """Before: components_lbfs with a negative V looped for ever (the bit iteration of a negative int never ends),
+    with V or K holding bits beyond n: IndexError, with K not inside V: components that contain vertices outside V
+    (a wrong answer), with g an nx.Graph: AttributeError; CliqueTree with parent[1] = 5 or lists of different
+    lengths: IndexError from neighbours()."""
+    G = nx.path_graph(4)
+    g = ME._Graph(G)
+    assert_refused(ME.components_lbfs, g, -1, 1, name="V", timeout=5)
+    assert_refused(ME.components_lbfs, g, 1 << 6, 0, name="V")
+    assert_refused(ME.components_lbfs, g, 0b0011, 0b0100, name="K")
+    assert_refused(ME.components_lbfs, G, g.all, 1, name="g")
+    assert_refused(ME.CliqueTree, [3, 6], [-1, 5], [0, 2], name="parent")
+    assert_refused(ME.CliqueTree, [3, 6], [-1], [0, 2], name="parent")
+
+
+def test_mec_refuses_each_and_answers_as_before():
+    G = nx.path_graph(5)
+    g = ME._Graph(G)
+    n = refuses_each(ME.components_lbfs, dict(g=g, V=g.all, K=0b11), dict(
+        g=(None, G, "g"), V=(-1, 1 << 5, "3", None, 1.5, True, 0b1), K=(-1, 1 << 9, "3", None, 2.5, 0b100000),
+        counter=("c", 1)), name_in_message=False)
+    tree = ME._clique_tree(g, g.all)
+    n += refuses_each(ME.CliqueTree, dict(cliques=tree.cliques, parent=tree.parent, sep=tree.sep), dict(
+        cliques=(None, "x", tree.cliques[:-1], [0] + tree.cliques[1:], [1.5] * tree.m),
+        parent=(None, [0] + tree.parent[1:], tree.parent[:-1], [-1] + [tree.m] * (tree.m - 1), [True] * tree.m),
+        sep=(None, tree.sep[:-1], [-1] * tree.m)), name_in_message=False)
+    assert n > 25
+    # valid calls: the same tree rebuilt, components of a path with its middle edge first: a partition of the rest
+    assert ME.CliqueTree(tree.cliques, tree.parent, tree.sep) == tree and len(tree.neighbours()) == tree.m
+    comps = ME.components_lbfs(g, g.all, 0b00110)
+    union = 0
+    for c in comps:  # disjoint vertex sets covering V - K
+        assert c and not c & union
+        union |= c
+    assert union == g.all & ~0b00110 and 0b00001 in comps
+    cnt = ME.OpCounter()
+    assert ME.components_lbfs(g, g.all, 0b00110, cnt) == comps and cnt.components > 0
