@@ -358,6 +358,7 @@ class Agent:
 
     def __init__(self, obs_dim: int, act_dim: int, action_low=-1.0, action_high=1.0, seed: int = 0, **config):
         self.obs_dim, self.act_dim = check_int("obs_dim", obs_dim, 1), check_int("act_dim", act_dim, 1)
+        check_memory("obs_dim", 8 * self.obs_dim, 4), check_memory("act_dim", 8 * self.act_dim, 4)  # the bounds first
         try:
             low = np.broadcast_to(np.asarray(action_low, np.float64), (self.act_dim,)).astype(np.float32)
             high = np.broadcast_to(np.asarray(action_high, np.float64), (self.act_dim,)).astype(np.float32)
@@ -776,10 +777,19 @@ def make_agent(algo: str, env, **kwargs) -> Agent:
 
 def load_agent(path) -> Agent:
     "The agent saved in `path` (any of TD3, TD3BC, SAC)."
-    s = torch.load(path, weights_only=True)
-    if not isinstance(s, dict) or s.get("algo") not in AGENTS:
-        raise ValueError(f"{path} does not hold a saved agent")
-    return AGENTS[s["algo"]](**s["config"]).load_state(s)
+    if not isinstance(path, str) and not hasattr(path, "__fspath__"):
+        raise ArgumentTypeError(f"path must be a file path, got {type(path).__name__}")
+    try:
+        s = torch.load(path, weights_only=True)
+    except Exception as e:  # missing, a folder, unreadable, not a torch file: one line naming the path
+        raise ValueError(f"path {str(path)!r} does not hold a saved agent ({type(e).__name__})") from None
+    if not isinstance(s, dict) or s.get("algo") not in AGENTS or not isinstance(s.get("config"), dict):
+        raise ValueError(f"path {str(path)!r} does not hold a saved agent")
+    try:
+        return AGENTS[s["algo"]](**s["config"]).load_state(s)
+    except (KeyError, TypeError, ValueError, RuntimeError) as e:
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ValueError(f"path {str(path)!r} holds a damaged saved agent: {msg}") from None
 
 # %% ../nbs/05_control.ipynb #d9ecac5c
 class _Stepper:

@@ -50,7 +50,7 @@ import time
 
 import numba
 import numpy as np
-from icml25nb.core import check_array, check_int
+from icml25nb.core import check_array, check_float, check_int
 from icml25nb.kernels._bench import best_time as _best_time, race as _bench_race
 from numba import cuda, float64, njit, prange
 
@@ -251,9 +251,55 @@ def _raise_not_pd(ok: np.ndarray) -> None:
 
 
 # --- NumPy reference ---------------------------------------------------------------------------------------
+# The public pieces check their arguments (a wrong shape must not broadcast into an answer) and call the private
+# ones, which confidence_update_ref uses on arguments it has checked already.
+
+def _check_rows_theta(XS, theta) -> tuple:
+    "XS: finite offered rows (k >= 1, d >= 1); theta: finite (d,)."
+    XS = check_array("XS", XS, ndim=2, contiguous=False)
+    if XS.shape[0] < 1 or XS.shape[1] < 1:
+        raise ValueError(f"XS must hold k >= 1 offered rows of d >= 1 features, got shape {XS.shape}")
+    return XS, check_array("theta", theta, shape=(XS.shape[1],), contiguous=False)
+
 
 def probs_ref(XS: np.ndarray, theta: np.ndarray):
     "(p, p0): choice probabilities of the k offered rows XS (k, d) at theta, and of the outside option."
+    return _probs(*_check_rows_theta(XS, theta))
+
+
+def grad_hessian_ref(XS: np.ndarray, theta: np.ndarray, choice: int):
+    "(g, G): gradient and Hessian of the negative log-likelihood -log p_choice at theta, by the direct formulas."
+    XS, theta = _check_rows_theta(XS, theta)
+    return _grad_hessian(XS, theta, check_int("choice", choice, -1, len(XS) - 1))
+
+
+def hessian_factor_ref(XS: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    "U (d, k + 1) with U U^T = G(theta): columns sqrt(p_i) (x_i - xbar) and sqrt(p_0) xbar."
+    return _hessian_factor(*_check_rows_theta(XS, theta))
+
+
+def woodbury_ref(Hinv: np.ndarray, U: np.ndarray, c: float) -> np.ndarray:
+    "(H + c U U^T)^-1 from Hinv = H^-1: Hinv - Hinv U (I / c + U^T Hinv U)^-1 U^T Hinv, symmetrised."
+    Hinv = check_array("Hinv", Hinv, ndim=2, contiguous=False)
+    if Hinv.shape[0] != Hinv.shape[1] or Hinv.shape[0] < 1:
+        raise ValueError(f"Hinv must be a square (d, d) matrix with d >= 1, got shape {Hinv.shape}")
+    U = check_array("U", U, ndim=2, shape=(Hinv.shape[0], None), contiguous=False)
+    return _woodbury(Hinv, U, check_float("c", c, 0.0, open_min=True))
+
+
+def project_ref(Htilde: np.ndarray, theta_p: np.ndarray, B: float) -> np.ndarray:
+    """argmin over ||v|| <= B of (v - theta_p)^T Htilde (v - theta_p), Htilde symmetric positive definite, in its
+    eigenbasis (see `_project`)."""
+    Htilde = check_array("Htilde", Htilde, ndim=2, contiguous=False)
+    if Htilde.shape[0] != Htilde.shape[1] or Htilde.shape[0] < 1:
+        raise ValueError(f"Htilde must be a square (d, d) matrix with d >= 1, got shape {Htilde.shape}")
+    theta_p = check_array("theta_p", theta_p, shape=(len(Htilde),), contiguous=False)
+    if np.abs(Htilde - Htilde.T).max() > 1e-8 * max(1.0, float(np.abs(Htilde).max())):
+        raise ValueError("Htilde must be symmetric (eigh reads one triangle only)")
+    return _project(Htilde, theta_p, check_float("B", B, 0.0, open_min=True, finite=False), check_pd=True)
+
+
+def _probs(XS: np.ndarray, theta: np.ndarray):
     u = XS @ theta
     m = max(0.0, float(u.max()))  # shift by the largest utility, the outside option's 0 included: no overflow
     e, e0 = np.exp(u - m), math.exp(-m)
@@ -261,9 +307,8 @@ def probs_ref(XS: np.ndarray, theta: np.ndarray):
     return e / z, e0 / z
 
 
-def grad_hessian_ref(XS: np.ndarray, theta: np.ndarray, choice: int):
-    "(g, G): gradient and Hessian of the negative log-likelihood -log p_choice at theta, by the direct formulas."
-    p, _ = probs_ref(XS, theta)
+def _grad_hessian(XS: np.ndarray, theta: np.ndarray, choice: int):
+    p, _ = _probs(XS, theta)
     y = np.zeros(len(XS))
     if choice >= 0:
         y[choice] = 1.0
@@ -271,22 +316,20 @@ def grad_hessian_ref(XS: np.ndarray, theta: np.ndarray, choice: int):
     return (p - y) @ XS, np.einsum("i,ia,ib->ab", p, XS, XS) - np.outer(xbar, xbar)
 
 
-def hessian_factor_ref(XS: np.ndarray, theta: np.ndarray) -> np.ndarray:
-    "U (d, k + 1) with U U^T = G(theta): columns sqrt(p_i) (x_i - xbar) and sqrt(p_0) xbar."
-    p, p0 = probs_ref(XS, theta)
+def _hessian_factor(XS: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    p, p0 = _probs(XS, theta)
     xbar = p @ XS
     return np.column_stack([(np.sqrt(p)[:, None] * (XS - xbar)).T, math.sqrt(p0) * xbar])
 
 
-def woodbury_ref(Hinv: np.ndarray, U: np.ndarray, c: float) -> np.ndarray:
-    "(H + c U U^T)^-1 from Hinv = H^-1: Hinv - Hinv U (I / c + U^T Hinv U)^-1 U^T Hinv, symmetrised."
+def _woodbury(Hinv: np.ndarray, U: np.ndarray, c: float) -> np.ndarray:
     W = Hinv @ U
     cap = np.eye(U.shape[1]) / c + U.T @ W  # the small SPD capacitance matrix
     out = Hinv - W @ np.linalg.solve(cap, W.T)
     return 0.5 * (out + out.T)
 
 
-def project_ref(Htilde: np.ndarray, theta_p: np.ndarray, B: float) -> np.ndarray:
+def _project(Htilde: np.ndarray, theta_p: np.ndarray, B: float, check_pd: bool = False) -> np.ndarray:
     """argmin over ||v|| <= B of (v - theta_p)^T Htilde (v - theta_p), in Htilde's eigenbasis.
 
     With Htilde = Q diag(lam) Q^T and c = diag(lam) Q^T theta_p, the KKT point is v(mu) = Q (c / (lam + mu)), so
@@ -298,6 +341,8 @@ def project_ref(Htilde: np.ndarray, theta_p: np.ndarray, B: float) -> np.ndarray
     if not np.linalg.norm(theta_p) > B:
         return theta_p.copy()
     lam, Q = np.linalg.eigh(Htilde)
+    if check_pd and lam.min() < -1e-8 * max(1.0, float(np.abs(lam).max())):  # indefinite beyond rounding
+        raise ValueError(f"Htilde must be positive (semi)definite, got smallest eigenvalue {lam.min():.3g}")
     c = lam * (Q.T @ theta_p)
     lo, hi, mu = 0.0, float(np.linalg.norm(c)) / B, 0.0
     for _ in range(PROJ_MAXIT):
@@ -316,6 +361,8 @@ def project_ref(Htilde: np.ndarray, theta_p: np.ndarray, B: float) -> np.ndarray
             break
         mu = new
     v = Q @ (c / (lam + mu))
+    if check_pd and not np.isfinite(v).all():  # a singular Htilde: c / lam is 0 / 0
+        raise ValueError("Htilde must be positive definite (the projection is not finite)")
     n = np.linalg.norm(v)
     return v * (B / n) if n > B else v
 
@@ -334,16 +381,16 @@ def confidence_update_ref(theta, H, Hinv, XS, n_offered, choice, eta, B) -> None
     theta, H, Hinv, XS, n_offered, choice, eta, B = _check_update_args(theta, H, Hinv, XS, n_offered, choice, eta, B)
     for r in range(theta.shape[0]):
         X = XS[r, :n_offered[r]]
-        g, _ = grad_hessian_ref(X, theta[r], choice[r])
-        U = hessian_factor_ref(X, theta[r])  # G(theta_t) = U U^T
-        Ht_inv = woodbury_ref(Hinv[r], U, eta[r])  # (H + eta G)^-1: a temporary, Hinv keeps H^-1
+        g, _ = _grad_hessian(X, theta[r], choice[r])
+        U = _hessian_factor(X, theta[r])  # G(theta_t) = U U^T
+        Ht_inv = _woodbury(Hinv[r], U, eta[r])  # (H + eta G)^-1: a temporary, Hinv keeps H^-1
         theta_p = theta[r] - eta[r] * (Ht_inv @ g)
         if np.linalg.norm(theta_p) > B[r]:
-            theta_p = project_ref(H[r] + eta[r] * (U @ U.T), theta_p, B[r])
+            theta_p = _project(H[r] + eta[r] * (U @ U.T), theta_p, B[r])
         theta[r] = theta_p
-        U = hessian_factor_ref(X, theta[r])  # the Hessian at the new parameter
+        U = _hessian_factor(X, theta[r])  # the Hessian at the new parameter
         H[r] += U @ U.T
-        Hinv[r] = woodbury_ref(Hinv[r], U, 1.0)
+        Hinv[r] = _woodbury(Hinv[r], U, 1.0)
 
 
 def refactorize_ref(H, Hinv) -> None:

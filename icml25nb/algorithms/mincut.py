@@ -36,6 +36,19 @@ class EdgeList:
     keep: np.ndarray  # indices of the input edges kept (self-loops dropped)
     m_input: int  # number of input edges, the length a prediction mask must have
 
+    def __post_init__(self):  # a hand-built EdgeList reaches the kernels: the same checks as as_edge_list's
+        n = check_int("n", self.n, 2)
+        m_input = check_int("m_input", self.m_input, 0)
+        src, dst = check_ids("src", self.src, n, ndim=1), check_ids("dst", self.dst, n, ndim=1)
+        w = check_array("w", self.w, ndim=1, minimum=0.0)
+        keep = check_array("keep", self.keep, ndim=1, dtype=np.int64)
+        if not (len(src) == len(dst) == len(w) == len(keep) <= m_input):
+            raise ValueError(f"src, dst, w and keep must have one entry per kept edge (at most m_input = {m_input}), "
+                             f"got lengths {len(src)}, {len(dst)}, {len(w)}, {len(keep)}")
+        check_ids("keep", keep, max(m_input, 1))
+        if not hasattr(self.nodes, "__len__") or len(self.nodes) != n:
+            raise ValueError(f"nodes must list the n = {n} original node labels")
+
 def as_edge_list(G) -> EdgeList:
     "Validate `G` (networkx.Graph or (n, src, dst, w)) and return its EdgeList."
     if isinstance(G, nx.Graph):
@@ -86,8 +99,20 @@ def as_edge_list(G) -> EdgeList:
 
 def prediction_mask(el: EdgeList, G, predictions) -> np.ndarray:
     "Predictions (a bool or 0/1 mask over the input edges, or edges (u, v) predicted IN the cut) as a mask over `el`'s edges."
+    if not isinstance(el, EdgeList):
+        raise ArgumentTypeError(f"el must be an EdgeList (as_edge_list), got {type(el).__name__}")
     if predictions is None:
         return None
+    if isinstance(G, nx.Graph):
+        m_G = G.number_of_edges()
+    elif isinstance(G, tuple) and len(G) == 4:
+        m_G = len(G[1])
+    else:
+        raise ArgumentTypeError(f"G must be a networkx.Graph or a tuple (n, src, dst, w), got {type(G).__name__}")
+    if m_G != el.m_input:
+        raise ValueError(f"G has {m_G} edges but el was built from a graph with {el.m_input}: pass the same graph")
+    if isinstance(predictions, (str, bytes)) or not hasattr(predictions, "__iter__"):
+        raise ArgumentTypeError(f"predictions must be a bool mask or edges (u, v), got {type(predictions).__name__}")
     arr = np.asarray(predictions) if not isinstance(predictions, (set, frozenset)) else None
     if arr is not None and arr.ndim == 1 and (arr.dtype == bool or (arr.dtype.kind in "iu" and len(arr) == el.m_input
                                                                      and np.isin(arr, (0, 1)).all())):
@@ -119,6 +144,12 @@ class MinCut:
     side: np.ndarray
     trials: int
     method: str = "karger_stein"
+
+    def __post_init__(self):
+        check_float("value", self.value, 0.0)
+        check_array("side", self.side, ndim=1, minimum=0, maximum=1, integer=True)
+        check_int("trials", self.trials, 0)
+        check_choice("method", self.method, METHODS)
 
 METHODS: tuple[str, ...] = ("karger", "karger_stein")
 
@@ -570,6 +601,12 @@ def authors_setting(cfg: dict, seed: int) -> dict:
 
 def warm_start(instances: list, trials: int, seed: int) -> dict:
     "Trials to success (1/p) per instance: plain Karger, predictions learned from earlier cuts, and an uninformative one."
+    trials, seed = _check_trials(trials), check_seed(seed)
+    if not isinstance(instances, (list, tuple)) or len(instances) < 2:
+        raise ValueError("instances must be a list of at least two graphs (the ratios leave out the first)")
+    for H in instances:
+        if not isinstance(H, nx.Graph) or H.is_directed() or H.is_multigraph():
+            raise ArgumentTypeError(f"instances must hold undirected simple networkx graphs, got {type(H).__name__}")
     seen_pairs: set = set()
     plain, learned, blind, etas, rhos = [], [], [], [], []
     for j, H in enumerate(instances):

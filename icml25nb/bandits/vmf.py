@@ -509,6 +509,11 @@ def speed_study(ns, d: int, kappa: float, rounds: int, seed: int) -> dict:
 def recommender(n: int, d: int, T: int, kappa: float, users: int, seed: int, trunc_k: int = 100) -> dict:
     """(mean reward and curve, median seconds per round) of B-exp, vMF-exp, truncated B-exp (the k nearest items),
     subsample B-exp (k random items), greedy and uniform."""
+    n, seed = check_int("n", n, 1), check_seed(seed)
+    T, users = check_int("T", T, 1), check_int("users", users, 1)
+    if users * T > 10**7:  # six samplers per round, Python loops: a bound on a run's time
+        raise ValueError(f"users * T must be <= 1e7 rounds, got users={users}, T={T}")
+    trunc_k = check_int("trunc_k", trunc_k, 1, n)
     A = uniform_catalogue(n, d, seed * 1000 + 8)
     idx, bexp = build_index(A), BoltzmannSampler(A, kappa)
     beta, beta0 = 8.0, 4.0

@@ -294,6 +294,10 @@ class MLPEncoder(nn.Module):
         super().__init__()
         gen = torch.Generator().manual_seed(check_seed(seed))
         dims = [check_int("d_in", d_in, 1), check_int("hidden", hidden, 1), hidden, check_int("d_out", d_out, 1)]
+        groups = check_int("groups", groups, 1)
+        check_memory("d_in", d_in * hidden, 4), check_memory("hidden", hidden * hidden, 4)
+        check_memory("d_out", hidden * d_out, 4), check_memory("groups", groups * hidden * (d_in + hidden + d_out), 4)
+        self.d_in, self.groups = d_in, groups
         self.W, self.b = nn.ParameterList(), nn.ParameterList()
         for a, b in zip(dims[:-1], dims[1:]):  # nn.Linear's default initialisation, U(-1/sqrt(a), 1/sqrt(a))
             bound = 1 / math.sqrt(a)
@@ -303,6 +307,12 @@ class MLPEncoder(nn.Module):
             self.b.append(nn.Parameter(bias.repeat(groups, 1, 1)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not isinstance(x, torch.Tensor):
+            raise ArgumentTypeError(f"x must be a torch tensor (G, n, d_in), got {type(x).__name__}")
+        if x.ndim != 3 or x.shape[0] != self.groups or x.shape[2] != self.d_in:
+            raise ValueError(f"x must be ({self.groups}, n, {self.d_in}) for this encoder, got {tuple(x.shape)}")
+        if not torch.isfinite(x).all():
+            raise ValueError("x must be finite (found NaN or inf)")
         for k, (W, b) in enumerate(zip(self.W, self.b)):
             x = torch.baddbmm(b, x, W)
             if k < len(self.W) - 1:
@@ -318,6 +328,8 @@ def _as_groups(X, name: str = "X") -> tuple:
         raise ValueError(f"{name} must be images (n, p) or (n, h, w, c), or groups of them, got shape {a.shape}")
     if not np.isfinite(a).all():
         raise ValueError(f"{name} must be finite (found NaN or inf)")
+    if a.size == 0:
+        raise ValueError(f"{name} is empty, got shape {a.shape}")
     grouped = a.ndim in (3, 5)
     a = a.reshape(a.shape[0], a.shape[1], -1) if grouped else a.reshape(1, a.shape[0], -1)
     return torch.as_tensor(a), grouped
@@ -603,6 +615,12 @@ def ica_baseline(X_train, X_test, d: int = 5, seed: int = 0) -> np.ndarray:
     Xte, _ = _as_groups(X_test, "X_test")
     if Xtr.shape[0] != 1 or Xte.shape[0] != 1:
         raise ValueError("ica_baseline takes one image set each (n, ...)")
+    if Xtr.shape[1] < 2:
+        raise ValueError(f"X_train needs at least 2 images, got {Xtr.shape[1]}")
+    if Xte.shape[2] != Xtr.shape[2] or Xte.shape[1] < 1:
+        raise ValueError(f"X_test must hold images of X_train's size ({Xtr.shape[2]} values), got {tuple(Xte.shape[1:])}")
+    if check_int("d", d, 1) > min(Xtr.shape[1], Xtr.shape[2]):
+        raise ValueError(f"d must be <= min(images, pixels) = {min(Xtr.shape[1], Xtr.shape[2])}, got {d}")
     ica = FastICA(n_components=check_int("d", d, 1), whiten="unit-variance", max_iter=1000,
                   random_state=check_seed(seed))
     with warnings.catch_warnings():  # a non-converged FastICA is still the baseline a reader would run
@@ -614,6 +632,8 @@ def ica_baseline(X_train, X_test, d: int = 5, seed: int = 0) -> np.ndarray:
 def matched_order(z_hat, z) -> np.ndarray:
     "z_hat's columns reordered so that column j is the one the Hungarian matching of `mcc` assigns to latent j."
     z_hat, z = _check_pair("z_hat", z_hat, "z", z)
+    if z_hat.shape[1] < z.shape[1]:  # some latents would get no column (np.empty garbage)
+        raise ValueError(f"z_hat needs at least as many columns as z, got {z_hat.shape[1]} and {z.shape[1]}")
     rows, cols = linear_sum_assignment(np.abs(correlation_matrix(z_hat, z)), maximize=True)
     order = np.empty(z.shape[1], int)
     order[cols] = rows

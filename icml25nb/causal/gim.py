@@ -33,6 +33,51 @@ def _check_square(name: str, W) -> np.ndarray:
     return W
 
 
+def _check_model(model, cls=None):
+    "`model` if it is a `cls` (default GIM), else a one-line TypeError naming it."
+    cls = GIM if cls is None else cls
+    if not isinstance(model, cls):
+        raise ArgumentTypeError(f"model must be a {cls.__name__}, got {type(model).__name__}")
+    return model
+
+
+def _check_tensor(name: str, x, ndim: int) -> torch.Tensor:
+    "A finite torch tensor with `ndim` dimensions."
+    if not torch.is_tensor(x):
+        raise ArgumentTypeError(f"{name} must be a torch tensor, got {type(x).__name__}")
+    if x.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(x.shape)}")
+    if not torch.isfinite(x).all():
+        raise ValueError(f"{name} must be finite (found NaN or inf)")
+    return x
+
+
+def _check_bool(name: str, x) -> bool:
+    if not isinstance(x, (bool, np.bool_)):
+        raise ArgumentTypeError(f"{name} must be True or False, got {type(x).__name__}")
+    return bool(x)
+
+
+def _check_data(data, d: int | None = None) -> int:
+    """`data` as make_perturbation_family returns it: non-empty 'train' contexts with finite (n >= 1, d) samples and
+    finite (n >= 1, d) 'observational' samples; returns d."""
+    if not isinstance(data, dict) or "train" not in data or "observational" not in data:
+        raise ArgumentTypeError("data must be a dict with 'train' and 'observational' (make_perturbation_family)")
+    obs = check_array("data['observational']", data["observational"], ndim=2, contiguous=False)
+    d = obs.shape[1] if d is None else d
+    if len(obs) == 0 or obs.shape[1] != d or d == 0:
+        raise ValueError(f"data['observational'] must be (n >= 1, {d}) samples, got {obs.shape}")
+    if len(data["train"]) == 0:
+        raise ValueError("data['train'] has no contexts")
+    for c in data["train"]:
+        if not hasattr(c, "x") or not hasattr(c, "features"):
+            raise ArgumentTypeError(f"data['train'] must hold Contexts, got {type(c).__name__}")
+        x = check_array("data['train'] samples", c.x, ndim=2, contiguous=False)
+        if len(x) == 0 or x.shape[1] != d:
+            raise ValueError(f"data['train'] samples must be (n >= 1, {d}), got {x.shape}")
+    return d
+
+
 def _check_order(order, d: int) -> np.ndarray:
     "A causal order: a permutation of 0..d-1."
     o = check_array("order", order, ndim=1, dtype=np.int64, minimum=0, maximum=d - 1)
@@ -142,6 +187,10 @@ def _solve_sem(W, eps) -> np.ndarray:
 
 def interventional_moments(scm: LinearSCM, intervention: Intervention | None = None) -> tuple:
     "Closed-form mean (d,) and covariance (d, d) of x under the intervention."
+    if not isinstance(scm, LinearSCM):
+        raise ArgumentTypeError(f"scm must be a LinearSCM, got {type(scm).__name__}")
+    if intervention is not None and not isinstance(intervention, Intervention):
+        raise ArgumentTypeError(f"intervention must be an Intervention or None, got {type(intervention).__name__}")
     B = np.linalg.inv(np.eye(scm.d) - scm.W)
     return _effective_shift(scm, intervention) @ B, B.T @ np.diag(scm.noise_std ** 2) @ B
 
@@ -221,6 +270,9 @@ class GIM(nn.Module):
     def __init__(self, d: int, feature_dim: int, hidden: int = 64, prior_logit: float = -2.0):
         super().__init__()
         self.d, self.feature_dim = check_int("d", d, 1), check_int("feature_dim", feature_dim, 2)
+        hidden, prior_logit = check_int("hidden", hidden, 1), check_float("prior_logit", prior_logit)
+        check_memory("d", 2 * d * d, 4), check_memory("hidden", 2 * hidden * (hidden + d), 4)
+        check_memory("feature_dim", 2 * feature_dim * hidden, 4)
         mlp = lambda i: nn.Sequential(nn.Linear(i, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(),
                                       nn.Linear(hidden, d))
         self.target_net, self.shift_net = mlp(feature_dim - 1), mlp(feature_dim)
@@ -230,9 +282,15 @@ class GIM(nn.Module):
         self.register_buffer("mask", 1 - torch.eye(d))
 
     def _gamma(self, gamma):
-        gamma = torch.as_tensor(np.asarray(gamma) if not torch.is_tensor(gamma) else gamma, dtype=torch.float32)
+        try:
+            gamma = torch.as_tensor(np.asarray(gamma) if not torch.is_tensor(gamma) else gamma, dtype=torch.float32)
+        except (TypeError, ValueError, RuntimeError):
+            raise ArgumentTypeError(f"features (gamma) must be a (k, {self.feature_dim}) array of numbers, "
+                                    f"got {type(gamma).__name__}") from None
         if gamma.ndim != 2 or gamma.shape[1] != self.feature_dim:
             raise ValueError(f"features must be (k, {self.feature_dim}), got {tuple(gamma.shape)}")
+        if not torch.isfinite(gamma).all():
+            raise ValueError("features (gamma) must be finite (found NaN or inf)")
         return gamma
 
     def intervention(self, gamma) -> tuple:
@@ -246,6 +304,8 @@ class GIM(nn.Module):
 
 def acyclicity(W: torch.Tensor) -> torch.Tensor:
     "NOTEARS h(W) = tr exp(W o W) - d: zero iff W is acyclic."
+    if _check_tensor("W", W, 2).shape[0] != W.shape[1]:
+        raise ValueError(f"W must be a square (d, d) matrix, got shape {tuple(W.shape)}")
     return torch.trace(torch.linalg.matrix_exp(W * W)) - W.shape[0]
 
 
@@ -272,6 +332,11 @@ def _stack_contexts(contexts) -> tuple:
 def context_stats(X, rows) -> tuple:
     """Sufficient statistics of padded contexts X (k, n, d) with real-row mask rows (k, n): the counts (k,), the means
     (k, d) and the centred scatter matrices (k, d, d). They are all the shared-intervention likelihood needs."""
+    _check_tensor("X", X, 3), _check_tensor("rows", rows, 2)
+    if rows.shape != X.shape[:2]:
+        raise ValueError(f"rows must be (k, n) = {tuple(X.shape[:2])} like X's first two axes, got {tuple(rows.shape)}")
+    if not ((rows == 0) | (rows == 1)).all() or not (rows.sum(1) >= 1).all():
+        raise ValueError("rows must be a 0/1 mask with at least one real row per context")
     n = rows.sum(1)
     mean = (X * rows[..., None]).sum(1) / n[:, None]
     Z = (X - mean[:, None, :]) * rows[..., None]
@@ -304,6 +369,12 @@ def context_loglik(model: GIM, X, rows, gamma, shared: bool = True) -> torch.Ten
     X (k, n, d) padded samples, rows (k, n) 0/1 real-row mask. `shared`: one intervention per context (the GIM),
     computed from the contexts' sufficient statistics; otherwise one per sample (the ablation), sample by sample.
     The log |det(I - W)| term is included."""
+    _check_model(model), _check_bool("shared", shared)
+    _check_tensor("X", X, 3), _check_tensor("rows", rows, 2)
+    if X.shape[2] != model.d:
+        raise ValueError(f"X must be (k, n, {model.d}) for this model, got {tuple(X.shape)}")
+    if len(model._gamma(gamma)) != len(X):
+        raise ValueError(f"gamma must have one row of features per context ({len(X)}), got {len(gamma)}")
     if shared:
         return _shared_loglik(model, context_stats(X, rows), gamma)
     Wm = model.adjacency()
@@ -331,6 +402,7 @@ def _order_score(order, C, D, n) -> float:
 def shift_statistics(data: dict) -> tuple:
     """(C, D, N): the Gram matrix of the data with every context centred on its own mean, the contexts' mean shifts
     from the observational mean (k, d), and the number of samples: all the order score needs."""
+    _check_data(data)
     X = [c.x for c in data["train"]]
     if not X:
         raise ValueError("no contexts given")
@@ -342,6 +414,8 @@ def shift_statistics(data: dict) -> tuple:
 def shift_sparsity_order(data: dict, restarts: int = 3, seed: int = 0) -> tuple:
     "(order, score): the causal order under which the contexts' mean shifts are sparsest (local search)."
     restarts = check_int("restarts", restarts, 1)
+    if restarts > 1000:  # each restart is a local search over d^2 moves: a bound on a run's time
+        raise ValueError(f"restarts must be <= 1000, got {restarts}")
     C, D, N = shift_statistics(data)
     d = len(C)
     rng, best = make_rng(check_seed(seed), 46), None
@@ -449,6 +523,11 @@ def _training_tensors(data: dict) -> tuple:
 
 def training_nll(model: GIM, data: dict, shared: bool = True) -> float:
     "Negative log-likelihood per sample of the training contexts and observational samples under a fitted model."
+    _check_model(model), _check_bool("shared", shared)
+    if _check_data(data) != model.d:
+        raise ValueError(f"data has {_check_data(data)} nodes, the model {model.d}")
+    if any(np.shape(c.features) != (model.feature_dim,) for c in data["train"]):
+        raise ValueError(f"data['train'] features must be ({model.feature_dim},) for this model")
     X, rows, G, Xo, stats = _training_tensors(data)
     with torch.no_grad():
         return float(-_data_loglik(model, X, rows, G, stats, shared) / (rows.sum() + len(Xo)))
@@ -511,7 +590,10 @@ class Unstructured(nn.Module):
     "Features -> N(mu(gamma), L L^T): an MLP mean and one shared full covariance."
     def __init__(self, d: int, feature_dim: int, hidden: int = 64):
         super().__init__()
-        self.d, self.feature_dim = d, feature_dim
+        self.d, self.feature_dim = check_int("d", d, 1), check_int("feature_dim", feature_dim, 1)
+        hidden = check_int("hidden", hidden, 1)
+        check_memory("d", 2 * d * d, 4), check_memory("hidden", 2 * hidden * (hidden + d), 4)
+        check_memory("feature_dim", 2 * feature_dim * hidden, 4)
         self.net = nn.Sequential(nn.Linear(feature_dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(),
                                  nn.Linear(hidden, d))
         self.L_raw = nn.Parameter(torch.zeros(d, d))
@@ -586,13 +668,17 @@ def supervised_targets(data: dict, split: str = "ood", Cs=(0.01, 0.1, 1.0, 10.0,
     a yardstick (not a bound) for reading the targets of a new drug off its descriptor, given only these drugs."""
     import warnings
     from sklearn.linear_model import LogisticRegressionCV
-    if split not in data or split == "observational":
+    _check_data(data)
+    if not isinstance(split, str) or split not in data or split == "observational":
         raise ValueError(f"split must name a list of contexts in data, got {split!r}")
     drugs = {}
     for c in data["train"]:
         drugs.setdefault(c.drug, c)
     if len(drugs) < 2:
         raise ValueError("the supervised reference needs at least two training drugs")
+    c_arr = check_array("Cs", Cs, ndim=1, min_size=1, contiguous=False)
+    if not (c_arr > 0).all():
+        raise ValueError(f"Cs must be positive inverse regularisation strengths, got {c_arr.tolist()}")
     X = np.stack([c.features[:-1] for c in drugs.values()])
     Y = np.stack([c.mask for c in drugs.values()]).astype(int)
     Xt = np.stack([c.features[:-1] for c in data[split]])
@@ -633,8 +719,15 @@ def loglik_bruteforce(model: GIM, context: Context) -> float:
     """log p(D | gamma) of one context by summing over all 2^d target masks, each a multivariate Gaussian, in float64:
     the reference for the exact node-by-node marginalisation of `context_loglik` (d <= 12)."""
     import itertools
+    _check_model(model)
     if model.d > 12:
         raise ValueError(f"brute force over 2^d masks is for d <= 12, got {model.d}")
+    if not hasattr(context, "x") or not hasattr(context, "features"):
+        raise ArgumentTypeError(f"context must be a Context, got {type(context).__name__}")
+    x = check_array("context.x", context.x, ndim=2, contiguous=False)
+    if x.shape[1] != model.d:
+        raise ValueError(f"context.x must be (n, {model.d}) for this model, got {x.shape}")
+    check_array("context.features", context.features, shape=(model.feature_dim,), contiguous=False)
     with torch.no_grad():
         logits, shift = (t[0].double() for t in model.intervention(context.features[None]))
         B = torch.linalg.inv(torch.eye(model.d, dtype=torch.float64) - model.adjacency().double())

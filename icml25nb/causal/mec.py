@@ -107,6 +107,19 @@ class CliqueTree:
     parent: list[int]
     sep: list[int]
 
+    def __post_init__(self):  # a hand-built tree: masks, and parents that point back (parent[p] < p, the root -1)
+        for name in ("cliques", "parent", "sep"):
+            v = getattr(self, name)
+            if not isinstance(v, list) or any(isinstance(x, bool) or not hasattr(x, "__index__") for x in v):
+                raise ArgumentTypeError(f"{name} must be a list of integers")
+        if not len(self.cliques) == len(self.parent) == len(self.sep):
+            raise ValueError(f"cliques, parent and sep must have one entry per clique, got lengths "
+                             f"{len(self.cliques)}, {len(self.parent)}, {len(self.sep)}")
+        if any(c <= 0 for c in self.cliques) or any(s < 0 for s in self.sep):
+            raise ValueError("cliques must be non-empty vertex masks and sep vertex masks (non-negative)")
+        if (self.parent and self.parent[0] != -1) or any(not 0 <= q < p for p, q in enumerate(self.parent) if p):
+            raise ValueError("parent must have parent[0] = -1 and 0 <= parent[p] < p for p > 0")
+
     @property
     def m(self) -> int:
         return len(self.cliques)
@@ -205,10 +218,27 @@ def forbidden_prefixes(tree: CliqueTree, p: int, counter: OpCounter | None = Non
     return sorted(out, key=int.bit_count)
 
 # %% ../../nbs/causal/02_mec.ipynb #d9ce00cb
+def _check_mask(name: str, x, g: _Graph) -> int:
+    "A vertex set of g as a bitmask: a non-negative int with bits only below g.n."
+    if isinstance(x, bool) or type(x).__name__ == "bool_" or not hasattr(x, "__index__"):
+        raise ArgumentTypeError(f"{name} must be a vertex bitmask (an int), got {type(x).__name__}")
+    x = int(x.__index__())
+    if x < 0 or x & ~g.all:
+        raise ValueError(f"{name} must be a bitmask of the graph's {g.n} vertices, got {x}")
+    return x
+
+
 def components_lbfs(g: _Graph, V: int, K: int, counter: OpCounter | None = None) -> list[int]:
     """C_G(K) as Clique-Picking computes it: lexicographic BFS of G[V] that visits the clique K first. Each class of
     tied vertices, taken as a whole when its first vertex is visited, is a group; the connected components of the
     groups are the undirected components left once K comes first (returned in visiting order)."""
+    if not isinstance(g, _Graph):
+        raise ArgumentTypeError(f"g must be a _Graph (the chapter's bitmask graph), got {type(g).__name__}")
+    V, K = _check_mask("V", V, g), _check_mask("K", K, g)
+    if K & ~V:
+        raise ValueError("K must be a subset of V")
+    if counter is not None and not isinstance(counter, OpCounter):
+        raise ArgumentTypeError(f"counter must be an OpCounter or None, got {type(counter).__name__}")
     ops = 0
     classes = [V & ~K]
 

@@ -357,6 +357,8 @@ class ParetoMCTS:
         self.space, self.objectives = space, objectives
         self.c = check_positive("c", c, strict=False)
         self.max_reactions = check_int("max_reactions", max_reactions, 1)
+        if not isinstance(diversity_penalty, (bool, np.bool_)):
+            raise ArgumentTypeError(f"diversity_penalty must be True or False, got {type(diversity_penalty).__name__}")
         self.diversity_penalty = bool(diversity_penalty)
         self.rng = make_rng(check_seed(seed))
         self.n_obj = len(self._score(space.blocks[0]))
@@ -367,9 +369,15 @@ class ParetoMCTS:
         self.n_rollouts = 0
 
     def _score(self, smiles: str) -> np.ndarray:
-        P = np.asarray(self.objectives(smiles), float)
+        out = self.objectives(smiles)
+        try:
+            P = np.asarray(out, float)
+        except (TypeError, ValueError):
+            raise ArgumentTypeError(f"objectives must return a vector of numbers, got {type(out).__name__} "
+                                    f"for {smiles!r}") from None
         if P.ndim != 1 or len(P) == 0 or not np.isfinite(P).all():
-            raise ValueError(f"objectives must return a finite vector, got {P!r} for {smiles!r}")
+            shown = P.tolist() if P.size <= 8 else f"an array of shape {P.shape}"
+            raise ValueError(f"objectives must return a finite vector (non-empty), got {shown} for {smiles!r}")
         return P
 
     def _value(self, mols: tuple[str, ...]) -> np.ndarray:
