@@ -74,3 +74,86 @@ def test_schedules_never_nan_with_huge_peak_and_final(peak, final, step):
         kind, val = outcome(f, step, 10, peak=peak, final=final, **kw)
         assert kind == "ok" and math.isfinite(val) or "final" in str(val)
     assert_refused(tl.cosine_lr, 10, 10, peak=1e308, final=-1e308, name="final")
+
+
+# -------------------------------------------------------------------------------------------------------- control
+@pytest.mark.parametrize("cls", [C.TD3, C.TD3BC, C.SAC])
+def test_agents_refuse_a_learning_rate_adam_cannot_take(cls):
+    "Before: TD3(lr=1e308) was accepted and failed inside Adam at the first update (RuntimeError)."
+    for lr in (1e308, 1e7, C.MAX_LR * 2):
+        assert_refused(cls, 3, 1, hidden=(8,), lr=lr, name="lr")
+    assert cls(3, 1, hidden=(8,), lr=C.MAX_LR).lr == C.MAX_LR
+
+
+@needs_core_fix
+@pytest.mark.parametrize("kw, name", [(dict(lr=10**400), "lr"), (dict(gamma=10**400), "gamma"),
+                                      (dict(tau=10**400), "tau"), (dict(expl_noise=10**400), "expl_noise")])
+def test_agents_refuse_huge_ints(kw, name):
+    "Before: TD3(lr=10**400) raised OverflowError from float() in control's own _check_float (now core's check_float)."
+    assert_refused(C.TD3, 3, 1, hidden=(8,), name=name, **kw)
+
+
+def test_agent_action_bounds_refuse_huge_ints():
+    "Before: TD3(3, 1, action_low=10**400) raised OverflowError from np.asarray."
+    assert_refused(C.TD3, 3, 1, action_low=10**400, hidden=(8,), name="action_low")
+    assert_refused(C.TD3, 3, 1, action_low="a", hidden=(8,), name="action_low")
+
+
+@pytest.mark.parametrize("env_cls", [C.PointMassEnv, lambda: C.PointMassVecEnv(2)])
+def test_env_reset_checks_its_seed(env_cls):
+    "Before: reset(seed=-1) raised gymnasium.error.Error (not a ValueError); seed=2**64 was accepted."
+    env = env_cls()
+    for bad in (-1, 2**64, 1.5, "3", True):
+        assert_refused(env.reset, seed=bad, name="seed")
+    a, _ = env.reset(seed=3)
+    b, _ = env.reset(seed=np.int64(3))
+    np.testing.assert_array_equal(a, b)
+    assert env.reset(seed=None)[0].shape == a.shape
+
+
+def test_load_agent_refuses_a_file_that_is_not_an_agent(tmp_path):
+    "Before: load_agent('/etc/passwd') raised IndexError from the torch unpickler."
+    text = tmp_path / "passwd"
+    text.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    empty = tmp_path / "empty.pt"
+    empty.write_bytes(b"")
+    junk = tmp_path / "junk.pt"
+    torch.save({"algo": "TD3", "config": {"obs_dim": 3}}, junk)
+    partial = tmp_path / "partial.pt"
+    a = C.TD3(3, 1, hidden=(8,))
+    s = a.state()
+    del s["modules"]
+    torch.save(s, partial)
+    for p in (text, empty, junk, partial):
+        err = assert_refused(C.load_agent, p)
+        assert str(p) in str(err) or "state" in str(err), err
+        assert_refused(C.TD3(3, 1, hidden=(8,)).load, p)
+    good = tmp_path / "good.pt"
+    a.save(good)
+    assert C.load_agent(good).state()["config"] == a.state()["config"]
+    with pytest.raises(FileNotFoundError):
+        C.load_agent(tmp_path / "missing.pt")
+
+
+def test_run_lengths_are_bounded_up_front(dataset_small):
+    "Before: evaluate(..., episodes=10**12) (and train/train_offline/collect_dataset with steps=10**12) ran forever."
+    env = C.PointMassEnv(dim=1, horizon=3)
+    assert_refused(C.evaluate, lambda o: np.zeros(1), env, episodes=10**12, name="episodes", timeout=5)
+    assert_refused(C.evaluate, lambda o: np.zeros(1), env, episodes=C.MAX_EPISODES + 1, name="episodes", timeout=5)
+    agent = C.TD3(3, 1, hidden=(8,))
+    assert_refused(C.train, agent, env, 10**12, name="steps", timeout=5)
+    assert_refused(C.train, agent, env, 10, gradient_steps=10**9, name="gradient_steps", timeout=5)
+    assert_refused(C.train, agent, env, 10, eval_episodes=10**12, name="eval_episodes", timeout=5)
+    assert_refused(C.train_offline, agent, dataset_small, 10**12, name="steps", timeout=5)
+    assert_refused(C.collect_dataset, env, steps=10**12, name="steps", timeout=5)
+    assert_refused(C.PointMassEnv, horizon=10**12, name="horizon", timeout=5)
+    assert C.evaluate(lambda o: np.zeros(1), env, episodes=2)["returns"].shape == (2,)
+
+
+@pytest.fixture()
+def dataset_small():
+    buf = C.ReplayBuffer(3, 1, 8)
+    rng = np.random.default_rng(0)
+    buf.add(rng.standard_normal((8, 3)), rng.uniform(-1, 1, (8, 1)), rng.standard_normal(8),
+            rng.standard_normal((8, 3)), np.zeros(8))
+    return buf
