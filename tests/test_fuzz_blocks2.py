@@ -157,3 +157,51 @@ def dataset_small():
     buf.add(rng.standard_normal((8, 3)), rng.uniform(-1, 1, (8, 1)), rng.standard_normal(8),
             rng.standard_normal((8, 3)), np.zeros(8))
     return buf
+
+
+# ------------------------------------------------------------------------------------------------------ graphdata
+def test_class_features_refuses_a_signal_float32_cannot_hold():
+    "Before: class_features([0, 1], dim=4, signal=1e308) returned -inf/inf features (the float32 cast)."
+    for bad in (1e308, 1e39, 3.5e38):
+        assert_refused(gd.class_features, [0, 1], dim=4, signal=bad, name="signal")
+    X = gd.class_features([0, 1], dim=4, signal=1e38)
+    assert X.dtype == np.float32 and np.isfinite(X).all()
+
+
+@needs_core_fix
+def test_class_features_refuses_a_huge_int_signal():
+    "Before the core fix: OverflowError from float(10**400)."
+    assert_refused(gd.class_features, [0, 1], dim=4, signal=10**400, name="signal")
+
+
+def test_linear_probe_refuses_before_sklearn():
+    """Before: Z * 1e308 gave sklearn's multi-line "Input X contains NaN"; Z (4, 0) and a class with one member
+    gave sklearn's wording without naming Z or y; too small a test_size, sklearn's."""
+    rng = np.random.default_rng(0)
+    Z = rng.standard_normal((8, 2))
+    y = [0, 1] * 4
+    assert_refused(gd.linear_probe, np.ones((4, 2)) * 1e308, [0, 1, 0, 1], name="Z")
+    assert_refused(gd.linear_probe, np.ones((4, 2)) * 1e200, [0, 1, 0, 1], name="Z")
+    assert_refused(gd.linear_probe, np.ones((4, 0)), [0, 1, 0, 1], name="Z")
+    assert_refused(gd.linear_probe, rng.standard_normal((4, 2)), [0, 1, 1, 1], name="y")
+    assert_refused(gd.linear_probe, Z, [0.5, 1] * 4, name="y")
+    assert_refused(gd.linear_probe, Z, [np.nan, 1] * 4, name="y")
+    assert_refused(gd.linear_probe, Z, y, test_size=0.1, name="test_size")
+    assert_refused(gd.linear_probe, Z, y, test_size=0.9, name="test_size")
+    acc = gd.linear_probe(Z * (1e150 / np.abs(Z).max()), y)
+    assert acc == gd.linear_probe(Z, y) and 0 <= acc <= 1
+    assert gd.linear_probe(Z, np.array(y, float)) == gd.linear_probe(Z, y) == gd.linear_probe(Z, ["a", "b"] * 4)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(0, 12), d=st.integers(0, 3), k=st.integers(1, 4), scale=st.sampled_from([1.0, 1e100, 1e200, 1e308]),
+       test_size=st.sampled_from([0.1, 0.3, 0.5, 0.8]), seed=st.integers(0, 3))
+def test_linear_probe_answers_or_refuses(n, d, k, scale, test_size, seed):
+    rng = np.random.default_rng(seed)
+    Z, y = rng.standard_normal((n, d)) * scale, rng.integers(0, k, n)
+    with np.errstate(all="ignore"):
+        kind, val = outcome(gd.linear_probe, Z, y, test_size=test_size, seed=seed)
+    if kind == "ok":
+        assert 0 <= val <= 1
+    else:
+        assert any(w in str(val) for w in ("Z", "y", "test_size")), val
