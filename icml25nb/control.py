@@ -26,9 +26,9 @@ from .core import (ArgumentTypeError, check_array, check_choice, check_float, ch
 from .kernels.pointmass import _step_njit
 
 # %% auto #0
-__all__ = ['MAX_STEPS', 'MAX_EPISODES', 'MAX_LR', 'MUJOCO_ENVS', 'LOG_STD_MIN', 'LOG_STD_MAX', 'AGENTS', 'BENCH_SIZES',
-           'PENDULUM_HP', 'PointMassEnv', 'PointMassVecEnv', 'make_env', 'Batch', 'ReplayBuffer', 'mlp', 'TwinQ',
-           'Agent', 'TD3', 'TD3BC', 'SAC', 'make_agent', 'load_agent', 'evaluate', 'collect_dataset', 'train',
+__all__ = ['MAX_STEPS', 'MAX_EPISODES', 'MAX_LR', 'MAX_COEF', 'MUJOCO_ENVS', 'LOG_STD_MIN', 'LOG_STD_MAX', 'AGENTS',
+           'BENCH_SIZES', 'PENDULUM_HP', 'PointMassEnv', 'PointMassVecEnv', 'make_env', 'Batch', 'ReplayBuffer', 'mlp',
+           'TwinQ', 'Agent', 'TD3', 'TD3BC', 'SAC', 'make_agent', 'load_agent', 'evaluate', 'collect_dataset', 'train',
            'train_offline', 'plot_learning_curves', 'compare_with_sb3', 'benchmark']
 
 # %% ../nbs/05_control.ipynb #d93309d9
@@ -39,6 +39,9 @@ MAX_STEPS = 10**7
 MAX_EPISODES = 10**4
 #: the largest learning rate of the agents: Adam moves every weight by about lr per step
 MAX_LR = 1e6
+#: the largest noise scale, clip, temperature, |target entropy| or behaviour-cloning weight an agent takes
+#: (1e308 overflowed float32 inside torch: a RuntimeError or NaN losses)
+MAX_COEF = 1e6
 
 
 def _check_pointmass(dim, horizon, dt, force, damping, ctrl_cost):
@@ -351,7 +354,7 @@ def _frozen_copy(module: nn.Module) -> nn.Module:
     return target
 
 
-def _check_float(name: str, x, low: float = 0.0, high: float = math.inf, open_low: bool = False) -> float:
+def _check_float(name: str, x, low: float = 0.0, high: float = MAX_COEF, open_low: bool = False) -> float:
     "core's `check_float` (a huge int such as 10**400 is refused, not an OverflowError from float())."
     return check_float(name, x, None if low == -math.inf else low, None if high == math.inf else high,
                        open_min=open_low)
@@ -683,7 +686,7 @@ class SAC(Agent):
         start = _check_float("init_alpha", c["init_alpha"], open_low=True) if self.tune_alpha else \
             _check_float("alpha", c["alpha"])
         self.target_entropy = -float(self.act_dim) if c["target_entropy"] is None else \
-            _check_float("target_entropy", c["target_entropy"], -math.inf)
+            _check_float("target_entropy", c["target_entropy"], -MAX_COEF)
         self.log_alpha = torch.tensor(math.log(start) if start > 0 else -math.inf, requires_grad=self.tune_alpha)
         self.actor = mlp([self.obs_dim, *self.hidden, 2 * self.act_dim])
         self.critic = TwinQ(self.obs_dim, self.act_dim, self.hidden)

@@ -205,3 +205,27 @@ def test_linear_probe_answers_or_refuses(n, d, k, scale, test_size, seed):
         assert 0 <= val <= 1
     else:
         assert any(w in str(val) for w in ("Z", "y", "test_size")), val
+
+
+@pytest.mark.parametrize("cls, kw, name", [
+    (C.TD3, dict(noise_clip=1e308), "noise_clip"), (C.TD3, dict(policy_noise=1e308), "policy_noise"),
+    (C.TD3, dict(expl_noise=1e308), "expl_noise"), (C.TD3BC, dict(alpha=1e308), "alpha"),
+    (C.SAC, dict(alpha=1e308), "alpha"), (C.SAC, dict(init_alpha=1e308), "init_alpha"),
+    (C.SAC, dict(target_entropy=1e308), "target_entropy"), (C.SAC, dict(target_entropy=-1e308), "target_entropy")])
+def test_agent_coefficients_stay_in_float32(cls, kw, name, dataset_small):
+    """Before: TD3(noise_clip=1e308) failed at its first update (RuntimeError "cannot be converted to type float");
+    SAC(alpha=1e308), init_alpha=1e308 or target_entropy=+-1e308 trained to NaN losses."""
+    assert_refused(cls, 3, 1, hidden=(8,), name=name, **kw)
+    ok = {k: (C.MAX_COEF if v > 0 else -C.MAX_COEF) for k, v in kw.items()}
+    agent = cls(3, 1, hidden=(8,), **ok)
+    if isinstance(agent, C.TD3BC):
+        agent.fit_normalizer(dataset_small)
+    out = agent.update(dataset_small.sample(8, np.random.default_rng(0)))
+    assert all(math.isfinite(v) for v in out.values()), out
+
+
+def test_collect_dataset_noise_is_bounded():
+    "Before: noise=1e308 was accepted (every action clipped to +-1 from an overflowing float32 product)."
+    env = C.PointMassEnv(dim=1, horizon=3)
+    assert_refused(C.collect_dataset, env, lambda o: np.zeros((1, 1)), steps=4, noise=1e308, name="noise")
+    assert len(C.collect_dataset(env, lambda o: np.zeros((1, 1)), steps=4, noise=C.MAX_COEF)) == 4
