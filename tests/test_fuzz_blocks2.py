@@ -229,3 +229,30 @@ def test_collect_dataset_noise_is_bounded():
     env = C.PointMassEnv(dim=1, horizon=3)
     assert_refused(C.collect_dataset, env, lambda o: np.zeros((1, 1)), steps=4, noise=1e308, name="noise")
     assert len(C.collect_dataset(env, lambda o: np.zeros((1, 1)), steps=4, noise=C.MAX_COEF)) == 4
+
+
+# ---------------------------------------------------------------------------------------------- hypothesis sweeps
+@settings(max_examples=25)
+@given(seed=st.integers(-2**70, 2**70) | st.sampled_from([0, 2**63 - 1, 2**63, -1]))
+def test_env_reset_seed_property(seed):
+    env = C.PointMassEnv(dim=1)
+    kind, val = outcome(env.reset, seed=seed)
+    if 0 <= seed < 2**63:
+        assert kind == "ok" and np.isfinite(val[0]).all()
+    else:
+        assert kind == "refused" and "seed" in str(val)
+
+
+@settings(max_examples=12)
+@given(lr=st.floats(1e-6, 1e308) | st.sampled_from([tl.MAX_LR, 1e-3]),
+       wd=st.floats(0, 1e308) | st.sampled_from([0.0, 0.1]))
+def test_train_lm_rate_property(lr, wd):
+    "Every (lr, weight_decay) either trains to finite losses or is refused naming lr or weight_decay."
+    torch.manual_seed(0)
+    model = tl.TinyLM(16, 1, 2, 8, vocab_size=3)
+    kind, val = outcome(tl.train_lm, model, IDS, steps=2, batch_size=2, lr=lr, weight_decay=wd, warmup=0, desc="")
+    if kind == "ok":
+        assert np.isfinite(val).all() and lr <= tl.MAX_LR and lr * wd <= 1
+    else:
+        assert "lr" in str(val) or "weight_decay" in str(val), val
+        assert lr > tl.MAX_LR or lr * wd > 1 or "diverged" in str(val)
