@@ -354,7 +354,7 @@ def _frozen_copy(module: nn.Module) -> nn.Module:
     return target
 
 
-def _check_float(name: str, x, low: float = 0.0, high: float = MAX_COEF, open_low: bool = False) -> float:
+def _check_float(name: str, x, low: float = 0.0, high: float = math.inf, open_low: bool = False) -> float:
     "core's `check_float` (a huge int such as 10**400 is refused, not an OverflowError from float())."
     return check_float(name, x, None if low == -math.inf else low, None if high == math.inf else high,
                        open_min=open_low)
@@ -546,10 +546,10 @@ class TD3(Agent):
 
     def _build(self) -> None:
         c = self.config
-        self.policy_noise = _check_float("policy_noise", c["policy_noise"])
-        self.noise_clip = _check_float("noise_clip", c["noise_clip"])
+        self.policy_noise = _check_float("policy_noise", c["policy_noise"], high=MAX_COEF)
+        self.noise_clip = _check_float("noise_clip", c["noise_clip"], high=MAX_COEF)
         self.policy_delay = check_int("policy_delay", c["policy_delay"], 1)
-        self.expl_noise = _check_float("expl_noise", c["expl_noise"])
+        self.expl_noise = _check_float("expl_noise", c["expl_noise"], high=MAX_COEF)
         self.actor = mlp([self.obs_dim, *self.hidden, self.act_dim], nn.Tanh())
         self.critic = TwinQ(self.obs_dim, self.act_dim, self.hidden)
         self.actor_target, self.critic_target = _frozen_copy(self.actor), _frozen_copy(self.critic)
@@ -643,7 +643,7 @@ class TD3BC(TD3):
         super().__init__(obs_dim, act_dim, action_low, action_high, hidden=hidden, lr=lr, gamma=gamma, tau=tau,
                          policy_noise=policy_noise, noise_clip=noise_clip, policy_delay=policy_delay,
                          expl_noise=expl_noise, seed=seed, alpha=alpha, normalize_obs=bool(normalize_obs))
-        self.alpha = _check_float("alpha", alpha)
+        self.alpha = _check_float("alpha", alpha, high=MAX_COEF)
 
     def fit_normalizer(self, data) -> "TD3BC":
         "Set the state statistics from a ReplayBuffer or Batch: mean and std + 1e-3 of its observations."
@@ -683,10 +683,10 @@ class SAC(Agent):
         self.tune_alpha = isinstance(c["alpha"], str)
         if self.tune_alpha and c["alpha"] != "auto":
             raise ValueError(f"alpha must be 'auto' or a number >= 0, got {c['alpha']!r}")
-        start = _check_float("init_alpha", c["init_alpha"], open_low=True) if self.tune_alpha else \
-            _check_float("alpha", c["alpha"])
+        start = _check_float("init_alpha", c["init_alpha"], high=MAX_COEF, open_low=True) if self.tune_alpha else \
+            _check_float("alpha", c["alpha"], high=MAX_COEF)
         self.target_entropy = -float(self.act_dim) if c["target_entropy"] is None else \
-            _check_float("target_entropy", c["target_entropy"], -MAX_COEF)
+            _check_float("target_entropy", c["target_entropy"], -MAX_COEF, MAX_COEF)
         self.log_alpha = torch.tensor(math.log(start) if start > 0 else -math.inf, requires_grad=self.tune_alpha)
         self.actor = mlp([self.obs_dim, *self.hidden, 2 * self.act_dim])
         self.critic = TwinQ(self.obs_dim, self.act_dim, self.hidden)
@@ -903,7 +903,7 @@ def evaluate(policy, env, episodes: int = 10, seed: int = 0, deterministic: bool
 def collect_dataset(env, policy=None, steps: int = 10_000, noise: float = 0.0, seed: int = 0) -> ReplayBuffer:
     "`steps` transitions from `policy` plus N(0, noise^2) action noise in [-1, 1] units (None: uniform actions)."
     steps, seed = check_int("steps", steps, 1, MAX_STEPS), check_seed(seed)
-    noise = _check_float("noise", noise)
+    noise = _check_float("noise", noise, high=MAX_COEF)
     st = _Stepper(env)
     check_memory("steps", steps * (2 * st.obs_dim + st.act_dim + 2), 4)
     act = None if policy is None else _as_policy(policy, True)
