@@ -790,6 +790,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                   'icml25nb.control._check_pointmass': ('control.html#_check_pointmass', 'icml25nb/control.py'),
                                   'icml25nb.control._frozen_copy': ('control.html#_frozen_copy', 'icml25nb/control.py'),
                                   'icml25nb.control._learning_curve': ('control.html#_learning_curve', 'icml25nb/control.py'),
+                                  'icml25nb.control._load_file': ('control.html#_load_file', 'icml25nb/control.py'),
                                   'icml25nb.control._mlp_numpy': ('control.html#_mlp_numpy', 'icml25nb/control.py'),
                                   'icml25nb.control._our_agent': ('control.html#_our_agent', 'icml25nb/control.py'),
                                   'icml25nb.control._policy_actions': ('control.html#_policy_actions', 'icml25nb/control.py'),

@@ -26,14 +26,26 @@ from .core import (ArgumentTypeError, check_array, check_choice, check_float, ch
 from .kernels.pointmass import _step_njit
 
 # %% auto #0
-__all__ = ['MUJOCO_ENVS', 'LOG_STD_MIN', 'LOG_STD_MAX', 'AGENTS', 'BENCH_SIZES', 'PENDULUM_HP', 'PointMassEnv', 'PointMassVecEnv',
-           'make_env', 'Batch', 'ReplayBuffer', 'mlp', 'TwinQ', 'Agent', 'TD3', 'TD3BC', 'SAC', 'make_agent',
-           'load_agent', 'evaluate', 'collect_dataset', 'train', 'train_offline', 'plot_learning_curves',
-           'compare_with_sb3', 'benchmark']
+__all__ = ['MAX_STEPS', 'MAX_EPISODES', 'MAX_LR', 'MAX_COEF', 'MUJOCO_ENVS', 'LOG_STD_MIN', 'LOG_STD_MAX', 'AGENTS',
+           'BENCH_SIZES', 'PENDULUM_HP', 'PointMassEnv', 'PointMassVecEnv', 'make_env', 'Batch', 'ReplayBuffer', 'mlp',
+           'TwinQ', 'Agent', 'TD3', 'TD3BC', 'SAC', 'make_agent', 'load_agent', 'evaluate', 'collect_dataset', 'train',
+           'train_offline', 'plot_learning_curves', 'compare_with_sb3', 'benchmark']
 
 # %% ../nbs/05_control.ipynb #d93309d9
+#: documented upper bounds, refused up front (a larger value is a run of days, not a typo-proof experiment):
+#: environment steps (`horizon`, `train`, `collect_dataset`) and updates (`train_offline`)
+MAX_STEPS = 10**7
+#: episodes of one `evaluate` call (and `eval_episodes` of `train`, `train_offline`)
+MAX_EPISODES = 10**4
+#: the largest learning rate of the agents: Adam moves every weight by about lr per step
+MAX_LR = 1e6
+#: the largest noise scale, clip, temperature, |target entropy| or behaviour-cloning weight an agent takes
+#: (1e308 overflowed float32 inside torch: a RuntimeError or NaN losses)
+MAX_COEF = 1e6
+
+
 def _check_pointmass(dim, horizon, dt, force, damping, ctrl_cost):
-    dim, horizon = check_int("dim", dim, 1), check_int("horizon", horizon, 1)
+    dim, horizon = check_int("dim", dim, 1), check_int("horizon", horizon, 1, MAX_STEPS)
     check_memory("dim", dim, 8 * 8)
     # a real number (not a str, a bool or None), finite; dt and force > 0, damping and ctrl_cost >= 0
     vals = [check_float(name, x, 0.0, open_min=name in ("dt", "force"))
@@ -60,7 +72,7 @@ class PointMassEnv(gym.Env):
         return np.concatenate([self._pos[0], self._vel[0], self._goal[0]]).astype(np.float32)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
+        super().reset(seed=None if seed is None else check_seed(seed))  # -1 was a gymnasium error, 2**64 accepted
         self._pos = self.np_random.uniform(-1, 1, (1, self.dim))
         self._vel = np.zeros((1, self.dim))
         self._goal = self.np_random.uniform(-1, 1, (1, self.dim))
@@ -109,7 +121,7 @@ class PointMassVecEnv(VectorEnv):
         self._t = 0
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
+        super().reset(seed=None if seed is None else check_seed(seed))
         self._new_episodes()
         return self._obs(), {}
 
@@ -343,12 +355,9 @@ def _frozen_copy(module: nn.Module) -> nn.Module:
 
 
 def _check_float(name: str, x, low: float = 0.0, high: float = math.inf, open_low: bool = False) -> float:
-    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number, got {type(x).__name__}")
-    x = float(x)
-    if not (math.isfinite(x) and (x > low if open_low else x >= low) and x <= high):
-        raise ValueError(f"{name} must lie in {'(' if open_low else '['}{low}, {high}], got {x!r}")
-    return x
+    "core's `check_float` (a huge int such as 10**400 is refused, not an OverflowError from float())."
+    return check_float(name, x, None if low == -math.inf else low, None if high == math.inf else high,
+                       open_min=open_low)
 
 
 class Agent:
@@ -362,8 +371,8 @@ class Agent:
         try:
             low = np.broadcast_to(np.asarray(action_low, np.float64), (self.act_dim,)).astype(np.float32)
             high = np.broadcast_to(np.asarray(action_high, np.float64), (self.act_dim,)).astype(np.float32)
-        except ValueError:
-            raise ValueError(f"action_low and action_high must be scalars or have {self.act_dim} entries") from None
+        except (ValueError, TypeError, OverflowError):  # OverflowError: an int such as 10**400
+            raise ValueError(f"action_low and action_high must be real scalars or have {self.act_dim} entries") from None
         if not (np.isfinite(low).all() and np.isfinite(high).all() and (low < high).all()):
             raise ValueError("action bounds must be finite with action_low < action_high")
         self.seed = check_seed(seed)
@@ -375,7 +384,7 @@ class Agent:
         self.config = dict(obs_dim=self.obs_dim, act_dim=self.act_dim, action_low=low.tolist(),
                            action_high=high.tolist(), seed=self.seed, **config)
         self.hidden = config["hidden"]
-        self.lr = _check_float("lr", config["lr"], open_low=True)
+        self.lr = _check_float("lr", config["lr"], high=MAX_LR, open_low=True)  # 1e308 failed inside Adam
         self.gamma = _check_float("gamma", config["gamma"], 0.0, 1.0)
         self.tau = _check_float("tau", config["tau"], 0.0, 1.0, open_low=True)
         self._low, self._high = low, high
@@ -483,16 +492,19 @@ class Agent:
         if s["algo"] != type(self).__name__:
             raise ValueError(f"the state is of a {s['algo']} agent, not {type(self).__name__}")
         s = copy.deepcopy(s)  # Optimizer.load_state_dict keeps the given moment tensors: two loads would share them
-        for key in ("obs_dim", "act_dim", "hidden"):
-            if tuple(np.atleast_1d(s["config"][key])) != tuple(np.atleast_1d(self.config[key])):
-                raise ValueError(f"the state has {key}={s['config'][key]}, this agent {self.config[key]}")
-        for k in self._module_names:
-            getattr(self, k).load_state_dict(s["modules"][k])
-        for k in self._optim_names:
-            getattr(self, k).load_state_dict(s["optims"][k])
-        self._load_extra(s["extra"])
-        self.obs_mean, self.obs_std, self.n_updates = s["obs_mean"], s["obs_std"], int(s["n_updates"])
-        self.gen.set_state(s["rng"])
+        try:
+            for key in ("obs_dim", "act_dim", "hidden"):
+                if tuple(np.atleast_1d(s["config"][key])) != tuple(np.atleast_1d(self.config[key])):
+                    raise ValueError(f"the state has {key}={s['config'][key]}, this agent {self.config[key]}")
+            for k in self._module_names:
+                getattr(self, k).load_state_dict(s["modules"][k])
+            for k in self._optim_names:
+                getattr(self, k).load_state_dict(s["optims"][k])
+            self._load_extra(s["extra"])
+            self.obs_mean, self.obs_std, self.n_updates = s["obs_mean"], s["obs_std"], int(s["n_updates"])
+            self.gen.set_state(s["rng"])
+        except (KeyError, RuntimeError, TypeError, AttributeError) as e:  # a damaged or foreign state
+            raise ValueError(f"not a complete saved agent state ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
         return self
 
     def save(self, path) -> Path:
@@ -503,7 +515,7 @@ class Agent:
 
     def load(self, path) -> "Agent":
         "Restore this agent from a file written by `save`."
-        return self.load_state(torch.load(path, weights_only=True))
+        return self.load_state(_load_file(path))
 
     # --- per algorithm ---
     def _build(self) -> None:
@@ -535,10 +547,10 @@ class TD3(Agent):
 
     def _build(self) -> None:
         c = self.config
-        self.policy_noise = _check_float("policy_noise", c["policy_noise"])
-        self.noise_clip = _check_float("noise_clip", c["noise_clip"])
+        self.policy_noise = _check_float("policy_noise", c["policy_noise"], high=MAX_COEF)
+        self.noise_clip = _check_float("noise_clip", c["noise_clip"], high=MAX_COEF)
         self.policy_delay = check_int("policy_delay", c["policy_delay"], 1)
-        self.expl_noise = _check_float("expl_noise", c["expl_noise"])
+        self.expl_noise = _check_float("expl_noise", c["expl_noise"], high=MAX_COEF)
         self.actor = mlp([self.obs_dim, *self.hidden, self.act_dim], nn.Tanh())
         self.critic = TwinQ(self.obs_dim, self.act_dim, self.hidden)
         self.actor_target, self.critic_target = _frozen_copy(self.actor), _frozen_copy(self.critic)
@@ -632,7 +644,7 @@ class TD3BC(TD3):
         super().__init__(obs_dim, act_dim, action_low, action_high, hidden=hidden, lr=lr, gamma=gamma, tau=tau,
                          policy_noise=policy_noise, noise_clip=noise_clip, policy_delay=policy_delay,
                          expl_noise=expl_noise, seed=seed, alpha=alpha, normalize_obs=bool(normalize_obs))
-        self.alpha = _check_float("alpha", alpha)
+        self.alpha = _check_float("alpha", alpha, high=MAX_COEF)
 
     def fit_normalizer(self, data) -> "TD3BC":
         "Set the state statistics from a ReplayBuffer or Batch: mean and std + 1e-3 of its observations."
@@ -672,10 +684,10 @@ class SAC(Agent):
         self.tune_alpha = isinstance(c["alpha"], str)
         if self.tune_alpha and c["alpha"] != "auto":
             raise ValueError(f"alpha must be 'auto' or a number >= 0, got {c['alpha']!r}")
-        start = _check_float("init_alpha", c["init_alpha"], open_low=True) if self.tune_alpha else \
-            _check_float("alpha", c["alpha"])
+        start = _check_float("init_alpha", c["init_alpha"], high=MAX_COEF, open_low=True) if self.tune_alpha else \
+            _check_float("alpha", c["alpha"], high=MAX_COEF)
         self.target_entropy = -float(self.act_dim) if c["target_entropy"] is None else \
-            _check_float("target_entropy", c["target_entropy"], -math.inf)
+            _check_float("target_entropy", c["target_entropy"], -MAX_COEF, MAX_COEF)
         self.log_alpha = torch.tensor(math.log(start) if start > 0 else -math.inf, requires_grad=self.tune_alpha)
         self.actor = mlp([self.obs_dim, *self.hidden, 2 * self.act_dim])
         self.critic = TwinQ(self.obs_dim, self.act_dim, self.hidden)
@@ -775,19 +787,25 @@ def make_agent(algo: str, env, **kwargs) -> Agent:
     return AGENTS[algo].for_env(env, **kwargs)
 
 
+def _load_file(path) -> dict:
+    "The dict in an agent file; a one-line ValueError naming `path` for any other file, a missing one included."
+    try:
+        s = torch.load(path, weights_only=True)
+    except Exception as e:  # missing, a folder, the unpickler's IndexError, UnpicklingError, EOFError ...
+        raise ValueError(f"path {str(path)!r} does not hold a saved agent ({type(e).__name__})") from None
+    if not isinstance(s, dict) or s.get("algo") not in AGENTS or not isinstance(s.get("config"), dict):
+        raise ValueError(f"path {str(path)!r} does not hold a saved agent")
+    return s
+
+
 def load_agent(path) -> Agent:
     "The agent saved in `path` (any of TD3, TD3BC, SAC)."
     if not isinstance(path, str) and not hasattr(path, "__fspath__"):
         raise ArgumentTypeError(f"path must be a file path, got {type(path).__name__}")
-    try:
-        s = torch.load(path, weights_only=True)
-    except Exception as e:  # missing, a folder, unreadable, not a torch file: one line naming the path
-        raise ValueError(f"path {str(path)!r} does not hold a saved agent ({type(e).__name__})") from None
-    if not isinstance(s, dict) or s.get("algo") not in AGENTS or not isinstance(s.get("config"), dict):
-        raise ValueError(f"path {str(path)!r} does not hold a saved agent")
+    s = _load_file(path)
     try:
         return AGENTS[s["algo"]](**s["config"]).load_state(s)
-    except (KeyError, TypeError, ValueError, RuntimeError) as e:
+    except (KeyError, TypeError, ValueError, RuntimeError) as e:  # an unknown config key, a damaged state
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise ValueError(f"path {str(path)!r} holds a damaged saved agent: {msg}") from None
 
@@ -864,8 +882,9 @@ def _policy_actions(a, st) -> np.ndarray:
 
 
 def evaluate(policy, env, episodes: int = 10, seed: int = 0, deterministic: bool = True) -> dict:
-    "Mean and std of the undiscounted return over `episodes` episodes (the first to finish, by environment index)."
-    episodes, seed = check_int("episodes", episodes, 1), check_seed(seed)
+    """Mean and std of the undiscounted return over `episodes` episodes (the first to finish, by environment index);
+    `episodes` <= `MAX_EPISODES`."""
+    episodes, seed = check_int("episodes", episodes, 1, MAX_EPISODES), check_seed(seed)  # 10**12 ran forever
     st = _Stepper(env)
     act = _as_policy(policy, deterministic)
     obs = st.reset(seed)
@@ -884,8 +903,8 @@ def evaluate(policy, env, episodes: int = 10, seed: int = 0, deterministic: bool
 
 def collect_dataset(env, policy=None, steps: int = 10_000, noise: float = 0.0, seed: int = 0) -> ReplayBuffer:
     "`steps` transitions from `policy` plus N(0, noise^2) action noise in [-1, 1] units (None: uniform actions)."
-    steps, seed = check_int("steps", steps, 1), check_seed(seed)
-    noise = _check_float("noise", noise)
+    steps, seed = check_int("steps", steps, 1, MAX_STEPS), check_seed(seed)
+    noise = _check_float("noise", noise, high=MAX_COEF)
     st = _Stepper(env)
     check_memory("steps", steps * (2 * st.obs_dim + st.act_dim + 2), 4)
     act = None if policy is None else _as_policy(policy, True)
@@ -917,13 +936,15 @@ def _learning_curve(curve: list) -> dict:
 def train(agent: Agent, env, steps: int, *, seed: int = 0, learning_starts: int = 100, batch_size: int = 256,
           buffer_size: int = 1_000_000, gradient_steps: int = 1, eval_env=None, eval_every: int = 0,
           eval_episodes: int = 5, desc: str = "train") -> dict:
-    "Online off-policy training for `steps` environment steps; returns the learning curve and timings."
+    "Online off-policy training for `steps` (<= `MAX_STEPS`) environment steps; returns the learning curve and timings."
     if not isinstance(agent, Agent):
         raise TypeError(f"agent must be a TD3, TD3BC or SAC agent, got {type(agent).__name__}")
-    steps, seed = check_int("steps", steps, 1), check_seed(seed)
+    steps, seed = check_int("steps", steps, 1, MAX_STEPS), check_seed(seed)  # 10**12 ran forever
     learning_starts, batch_size = check_int("learning_starts", learning_starts, 0), check_int("batch_size", batch_size, 1)
-    gradient_steps, eval_every = check_int("gradient_steps", gradient_steps, 0), check_int("eval_every", eval_every, 0)
-    buffer_size, eval_episodes = check_int("buffer_size", buffer_size, 1), check_int("eval_episodes", eval_episodes, 1)
+    gradient_steps = check_int("gradient_steps", gradient_steps, 0, 1000)  # updates per environment step
+    eval_every = check_int("eval_every", eval_every, 0)
+    buffer_size = check_int("buffer_size", buffer_size, 1)
+    eval_episodes = check_int("eval_episodes", eval_episodes, 1, MAX_EPISODES)
     st = _Stepper(env)
     check_memory("buffer_size", min(buffer_size, steps + st.n) * (2 * st.obs_dim + st.act_dim + 2), 4)
     if (st.obs_dim, st.act_dim) != (agent.obs_dim, agent.act_dim):
@@ -973,7 +994,7 @@ def train(agent: Agent, env, steps: int, *, seed: int = 0, learning_starts: int 
 
 def train_offline(agent: Agent, dataset: ReplayBuffer, steps: int, *, batch_size: int = 256, seed: int = 0,
                   eval_env=None, eval_every: int = 0, eval_episodes: int = 5, desc: str = "train offline") -> dict:
-    "`steps` updates on batches of a fixed dataset (TD3+BC: the state statistics are fitted first)."
+    "`steps` (<= `MAX_STEPS`) updates on batches of a fixed dataset (TD3+BC: the state statistics are fitted first)."
     if not isinstance(agent, Agent):
         raise TypeError(f"agent must be a TD3, TD3BC or SAC agent, got {type(agent).__name__}")
     if not isinstance(dataset, ReplayBuffer) or len(dataset) == 0:
@@ -981,9 +1002,10 @@ def train_offline(agent: Agent, dataset: ReplayBuffer, steps: int, *, batch_size
     if (dataset.obs_dim, dataset.act_dim) != (agent.obs_dim, agent.act_dim):
         raise ValueError(f"dataset has obs_dim={dataset.obs_dim}, act_dim={dataset.act_dim}; the agent "
                          f"{agent.obs_dim}, {agent.act_dim}")
-    steps, seed = check_int("steps", steps, 1), check_seed(seed)
+    steps, seed = check_int("steps", steps, 1, MAX_STEPS), check_seed(seed)
     batch_size = check_int("batch_size", batch_size, 1)  # 0 gave NaN losses and trained nothing
-    eval_every, eval_episodes = check_int("eval_every", eval_every, 0), check_int("eval_episodes", eval_episodes, 1)
+    eval_every = check_int("eval_every", eval_every, 0)
+    eval_episodes = check_int("eval_episodes", eval_episodes, 1, MAX_EPISODES)
     if eval_every and eval_env is None:
         raise ValueError("eval_every needs an eval_env")
     if isinstance(agent, TD3BC) and agent.obs_mean is None:

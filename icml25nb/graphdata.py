@@ -5,6 +5,7 @@
 # %% ../nbs/06_graphdata.ipynb #9da702e1
 from __future__ import annotations
 
+import math
 import re
 from typing import Iterable, Sequence
 
@@ -104,7 +105,7 @@ def node_labels(G: nx.Graph, y: str | Sequence[int] = "y") -> np.ndarray:
 
 # %% ../nbs/06_graphdata.ipynb #f5d82708
 def class_features(y: Sequence[int], dim: int = 16, signal: float = 1.0, seed: int = 0) -> np.ndarray:
-    "Features N(mu_y, I) (float32) with class means of norm `signal` along orthonormal directions."
+    "Features N(mu_y, I) (float32) with class means of norm `signal` (<= 1e38, float32's range) along orthonormal directions."
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D (one label per node), got shape {y.shape}")
@@ -112,7 +113,7 @@ def class_features(y: Sequence[int], dim: int = 16, signal: float = 1.0, seed: i
     k = int(y.max()) + 1 if len(y) else 0
     dim = check_int("dim", dim, max(k, 1))
     check_memory("dim", (len(y) + 2 * max(k, 1)) * dim, 8 * 2)
-    signal = check_float("signal", signal, 0.0)
+    signal = check_float("signal", signal, 0.0, 1e38)  # 1e308 became inf in the float32 features
     rng = make_rng(check_seed(seed))
     Q = np.linalg.qr(rng.standard_normal((dim, max(k, 1))))[0]
     return (signal * Q.T[y] + rng.standard_normal((len(y), dim))).astype(np.float32)
@@ -473,12 +474,25 @@ def linear_probe(Z, y: Sequence[int], test_size: float = 0.5, seed: int = 0, C: 
     if hasattr(Z, "detach"):  # a torch tensor
         Z = Z.detach().cpu().numpy()
     Z, y = check_array("Z", Z, ndim=2), np.asarray(y)
+    if Z.shape[1] == 0:
+        raise ValueError(f"Z must have at least one column (feature), got shape {Z.shape}")
+    if Z.size and np.abs(Z).max() > 1e150:  # the scaler's squares would overflow to inf, then NaN
+        raise ValueError(f"Z entries must be at most 1e150 in magnitude, got {np.abs(Z).max():g}")
     if y.shape != (len(Z),):
         raise ValueError(f"y must have one label per row of Z ({len(Z)}), got shape {y.shape}")
+    if y.dtype.kind not in "biuUS" and not (y.dtype.kind == "f" and np.isfinite(y).all() and (y == np.round(y)).all()):
+        raise ValueError(f"y must hold class labels (integers or strings), got dtype {y.dtype}")
     test_size = check_float("test_size", test_size, 0.0, 1.0, open_min=True, open_max=True)
     C = check_float("C", C, 0.0, open_min=True)
-    if len(np.unique(y)) < 2:
+    classes, counts = np.unique(y, return_counts=True)
+    if len(classes) < 2:
         raise ValueError("y must hold at least two classes")
+    if counts.min() < 2:  # the stratified split puts every class on both sides
+        raise ValueError(f"y must hold every class at least twice, got class {classes[counts.argmin()].item()!r} once")
+    n_test = math.ceil(test_size * len(y))
+    if min(n_test, len(y) - n_test) < len(classes):
+        raise ValueError(f"test_size={test_size:g} leaves {n_test} test and {len(y) - n_test} training rows of "
+                         f"{len(y)}: each side needs one row per class ({len(classes)})")
     Ztr, Zte, ytr, yte = train_test_split(Z, y, test_size=test_size, random_state=check_seed(seed), stratify=y)
     clf = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=2000))
     return float(clf.fit(Ztr, ytr).score(Zte, yte))

@@ -32,8 +32,8 @@ from .core import (ArgumentTypeError, check_array, check_choice, check_float, ch
                           check_prob, check_seed, make_rng, progress)
 
 # %% auto #0
-__all__ = ['VOCAB', 'STDLIB_TOKENIZER', 'TASK_CHARS', 'TASK_TOKENIZER', 'SCHEDULES', 'CharTokenizer', 'encode', 'decode',
-           'Corpus', 'stdlib_corpus', 'MarkovChain', 'markov_chain', 'markov_corpus', 'arithmetic_problems',
+__all__ = ['VOCAB', 'STDLIB_TOKENIZER', 'TASK_CHARS', 'TASK_TOKENIZER', 'SCHEDULES', 'MAX_LR', 'CharTokenizer', 'encode',
+           'decode', 'Corpus', 'stdlib_corpus', 'MarkovChain', 'markov_chain', 'markov_corpus', 'arithmetic_problems',
            'check_arithmetic', 'lookup_problems', 'check_lookup', 'reasoning_traces', 'check_steps', 'trace_correct',
            'task_corpus', 'Block', 'TinyLM', 'causal_leak', 'constant_lr', 'cosine_lr', 'wsd_lr', 'lm_loss', 'train_lm',
            'eval_loss', 'perplexity', 'Generation', 'token_logprobs', 'generate', 'HFCausalLM', 'import_transformers',
@@ -563,8 +563,8 @@ def _check_schedule(step, horizon, warmup, peak=1.0, final=0.0):
     check_int("step", step, 0)
     check_int("horizon", horizon, 1)
     check_int("warmup", warmup, 0)
-    check_float("peak", peak)
-    check_float("final", final)
+    if not math.isfinite(check_float("peak", peak) - check_float("final", final)):  # inf * 0 would give NaN
+        raise ValueError(f"final must lie within a finite distance of peak, got peak={peak:g}, final={final:g}")
 
 
 def _warm(step, warmup) -> float:
@@ -629,6 +629,10 @@ def lm_loss(model: nn.Module, batch: torch.Tensor, min_context: int = 1) -> torc
     if batch.shape[0] < 1 or batch.shape[1] < 2:
         raise ValueError(f"batch must hold at least one window of 2 tokens, got shape {tuple(batch.shape)}")
     min_context = check_int("min_context", min_context, 1, batch.shape[1] - 1)
+    V = _vocab(model)  # the targets too: an id >= V was an IndexError inside cross_entropy
+    lo, hi = int(batch.min()), int(batch.max())
+    if lo < 0 or (V is not None and hi >= V):
+        raise ValueError(f"batch must hold token ids in [0, {V if V is not None else 'vocab'}), got [{lo}, {hi}]")
     logits = model(batch[:, :-1])
     if min_context > 1:
         logits, target = logits[:, min_context - 1:], batch[:, min_context:]
@@ -637,7 +641,12 @@ def lm_loss(model: nn.Module, batch: torch.Tensor, min_context: int = 1) -> torc
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
 
 
-def _schedule(schedule, steps: int, warmup: int) -> Callable[[int], float]:
+#: the largest learning rate `train_lm` takes: AdamW moves every weight by about lr per step, and a larger rate
+#: (lr * 10 at the first step) no longer fits the float32 arithmetic of torch's optimiser
+MAX_LR = 1e6
+
+
+def _schedule(schedule, steps: int, warmup: int, lr: float = 1.0) -> Callable[[int], float]:
     "The multiplier of the learning rate at each step."
     if isinstance(schedule, str):
         if schedule not in SCHEDULES:
@@ -650,7 +659,7 @@ def _schedule(schedule, steps: int, warmup: int) -> Callable[[int], float]:
     def checked(s):
         m = schedule(s, steps)
         try:
-            return check_float("schedule", m, 0.0)
+            return check_float("schedule", m, 0.0, MAX_LR / lr)  # lr * m <= MAX_LR
         except (TypeError, ValueError) as e:  # a NaN or negative multiplier would train to NaN
             raise type(e)(f"{e} (the multiplier at step {s})") from None
     return checked
@@ -659,15 +668,20 @@ def _schedule(schedule, steps: int, warmup: int) -> Callable[[int], float]:
 def train_lm(model: nn.Module, ids: np.ndarray, steps: int = 500, lr: float = 3e-3, batch_size: int = 32,
              seed: int = 0, params=None, weight_decay: float = 0.0, warmup: int = 20,
              desc: str = "train", schedule="cosine", context: int | None = None) -> np.ndarray:
-    "Train `model` on random windows of `ids`; returns the training loss of every step."
+    """Train `model` on random windows of `ids`; returns the training loss of every step.
+
+    `lr` lies in (0, `MAX_LR`] and `lr * weight_decay` <= 1 (AdamW scales the weights by 1 - lr * weight_decay
+    at every step); a run whose loss becomes NaN or infinite stops with a ValueError naming `lr`."""
     seed = check_seed(seed)
     if not isinstance(model, nn.Module):
         raise ArgumentTypeError(f"model must be a torch nn.Module, got {type(model).__name__}")
     ids = _model_ids_np(model, ids)
     steps = check_int("steps", steps, 1)
     check_memory("steps", steps, 8)
-    lr = check_float("lr", lr, 0.0, open_min=True)
+    lr = check_float("lr", lr, 0.0, MAX_LR, open_min=True)  # 1e308 was a RuntimeError inside AdamW
     weight_decay = check_float("weight_decay", weight_decay, 0.0)
+    if lr * weight_decay > 1:  # the decay factor 1 - lr * weight_decay < 0 flips the weights: NaN in a few steps
+        raise ValueError(f"weight_decay * lr must be at most 1, got {weight_decay:g} * {lr:g}")
     batch_size = check_int("batch_size", batch_size, 1)  # 0 would average over nothing: NaN losses
     warmup = check_int("warmup", warmup, 0)
     T = _context(model, context)
@@ -678,7 +692,7 @@ def train_lm(model: nn.Module, ids: np.ndarray, steps: int = 500, lr: float = 3e
     if not params:
         raise ValueError("there is nothing to train (no parameter requires a gradient)")
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, _schedule(schedule, steps, warmup))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, _schedule(schedule, steps, warmup, lr))
     rng = make_rng(seed, 7)
     device = _device(model)
     model.train()
@@ -691,6 +705,9 @@ def train_lm(model: nn.Module, ids: np.ndarray, steps: int = 500, lr: float = 3e
         opt.step()
         sched.step()
         losses[step] = loss.item()
+        if not math.isfinite(losses[step]):  # diverged: NaN losses are no result
+            raise ValueError(f"training diverged at step {step} (loss {losses[step]}): lr={lr:g} is too large "
+                             f"for this model and schedule")
     model.eval()
     return losses
 
