@@ -89,6 +89,29 @@ def _inplace_array(a, name: str, ndim: int) -> np.ndarray:
     return a
 
 
+#: entries of offered features beyond this give squares (Hessians) that overflow float64
+MAX_ABS = 1e150
+#: the smallest radius B: B**2 underflows below about 1e-154 (division by zero in the projection)
+MIN_B = 1e-150
+
+
+def _check_B_range(B: np.ndarray) -> None:
+    "No replica's radius in (0, MIN_B): B**2 underflows to 0 there (a division by zero in the projection); zero,"
+    "negative and NaN radii are left to the update's own scan (its message: B must be > 0)."
+    tiny = (B > 0) & (B < MIN_B)
+    if tiny.any():
+        r = int(np.argmax(tiny))
+        raise ValueError(f"B must be > 0 and at least {MIN_B:g} (B**2 underflows below), got {B[r]!r} (replica {r})")
+
+
+def _check_response(choice, R: int, K: int) -> np.ndarray:
+    "What `respond(XS)` returned: one integer choice per replica in [-1, K) (-1: the outside option)."
+    try:
+        return check_array("respond(XS)", choice, shape=(R,), dtype=np.int64, minimum=-1, maximum=K - 1)
+    except ValueError as e:
+        raise ValueError(f"{e} (respond must return one choice in [-1, {K}) per replica)") from None
+
+
 def _per_replica(x, name: str, R: int, dtype) -> np.ndarray:
     "`x` as a contiguous (R,) array of `dtype`; a scalar is repeated for every replica."
     if isinstance(x, np.ndarray) and x.dtype == dtype and x.shape == (R,) and x.flags.c_contiguous:
@@ -194,6 +217,7 @@ def _check_update_args(theta, H, Hinv, XS, n_offered, choice, eta, B):
     choice = _per_replica(choice, "choice", R, np.int64)
     eta = _per_replica(eta, "eta", R, np.float64)
     B = _per_replica(B, "B", R, np.float64)
+    _check_B_range(B)
     code, r = _scan_update_args(theta, H, Hinv, XS, n_offered, choice, eta, B)
     if code:
         raise ValueError(_UPDATE_ERRORS[code].format(r=r, Kmax=Kmax, k=n_offered[r], c=choice[r]))
@@ -256,7 +280,7 @@ def _raise_not_pd(ok: np.ndarray) -> None:
 
 def _check_rows_theta(XS, theta) -> tuple:
     "XS: finite offered rows (k >= 1, d >= 1); theta: finite (d,)."
-    XS = check_array("XS", XS, ndim=2, contiguous=False)
+    XS = check_array("XS", XS, ndim=2, contiguous=False, minimum=-MAX_ABS, maximum=MAX_ABS)  # squares must not overflow
     if XS.shape[0] < 1 or XS.shape[1] < 1:
         raise ValueError(f"XS must hold k >= 1 offered rows of d >= 1 features, got shape {XS.shape}")
     return XS, check_array("theta", theta, shape=(XS.shape[1],), contiguous=False)
@@ -296,7 +320,7 @@ def project_ref(Htilde: np.ndarray, theta_p: np.ndarray, B: float) -> np.ndarray
     theta_p = check_array("theta_p", theta_p, shape=(len(Htilde),), contiguous=False)
     if np.abs(Htilde - Htilde.T).max() > 1e-8 * max(1.0, float(np.abs(Htilde).max())):
         raise ValueError("Htilde must be symmetric (eigh reads one triangle only)")
-    return _project(Htilde, theta_p, check_float("B", B, 0.0, open_min=True, finite=False), check_pd=True)
+    return _project(Htilde, theta_p, check_float("B", B, MIN_B, finite=False), check_pd=True)
 
 
 def _probs(XS: np.ndarray, theta: np.ndarray):
@@ -1112,6 +1136,7 @@ def bandit_round(X, theta, H, Hinv, K, beta, eta, B, respond):
         _check_scores_finite(scores)
     choice = _per_replica(respond(XS), "choice", R, np.int64)
     eta, B = _per_replica(eta, "eta", R, np.float64), _per_replica(B, "B", R, np.float64)
+    _check_B_range(B)
     t, h, hi = _contiguous_views(theta, H, Hinv)
     code, r = _round_update_core(t, h, hi, XS, choice, eta, B, *scratch)
     if code:
@@ -1139,7 +1164,7 @@ def straightforward_round_numpy(X, theta, H, Hinv, K, beta, eta, B, respond):
         scores = x @ theta[r] + beta[r] * np.sqrt(np.maximum((x @ Hinv[r] * x).sum(1), 0.0))
         idx[r] = top_k(scores, K)
     XS = X[np.arange(R)[:, None], idx]
-    choice = respond(XS)
+    choice = _check_response(respond(XS), R, K)
     for r in range(R):
         xs = XS[r]
         p, _ = probs_ref(xs, theta[r])
@@ -1182,7 +1207,7 @@ def lean_round_numpy(X, theta, H, Hinv, K, beta, eta, B, respond):
     scores = np.matmul(X, theta[:, :, None])[..., 0] + beta[:, None] * np.sqrt(np.maximum(quad, 0.0))
     idx = top_k(scores, K)
     XS = np.take_along_axis(X, idx[..., None], axis=1)
-    choice = respond(XS)
+    choice = _check_response(respond(XS), R, K)
     m = K + 1
     Ut, xbar = _factor_batch(XS, theta)
     g = xbar.copy()

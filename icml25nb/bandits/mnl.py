@@ -362,8 +362,11 @@ class MNLAgent:
 
 # %% ../../nbs/bandits/01_mnl.ipynb #4c748525
 def _check_dkb(d, K, B, delta=0.05) -> tuple:
-    "The radii's shared arguments: d, K integers >= 1, B > 0 finite, delta in (0, 1)."
-    return (check_int("d", d, 1), check_int("K", K, 1), check_positive("B", B),
+    "The radii's shared arguments: d, K integers >= 1, B in (0, 1e100], delta in (0, 1)."
+    B = check_positive("B", B)
+    if B > 1e100:  # the radii grow like B**3 (lam ~ B, times B**2): beyond, they overflow
+        raise ValueError(f"B must be at most 1e100 (the radii, of order B**3, overflow beyond), got {B:g}")
+    return (check_int("d", d, 1), check_int("K", K, 1), B,
             check_float("delta", delta, 0.0, 1.0, open_min=True, open_max=True))
 
 def ofu_pp_constants(d: int, K: int, B: float, delta: float = 0.05) -> dict:
