@@ -1,0 +1,88 @@
+"""Reliability of chapter entry points, third round (issue 49, the outside re-probe's items 10, 15, 17-18, 21-22, 25-26,
+28, 35, 38-41, 44, 46 and huge integers that reached `float()`): each input either gives the right answer or is
+refused with one line naming the argument; valid inputs keep their answers. Before the fixes every `assert_refused`
+here saw a RuntimeError, OverflowError, LinAlgError, a NaN, a hang or an unclear message, and every value test a
+wrong answer (noted per test)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra import numpy as hnp
+
+from fuzzutil import assert_refused, outcome
+
+HUGE_INT = 10**400
+
+
+# ---------------------------------------------------------------- bandits.vmf
+from icml25nb.bandits import vmf as VM
+
+
+def test_mean_cosine_huge_kappa_and_d():
+    "Before: mean_cosine(3, 1e308) RuntimeError (Perron's fraction overflowed), (2, 1e303) gave 1.0000000000000002."
+    for d in (2, 3, 1000, 10**6, 2**53):
+        for k in (1e200, 1e303, 1e307, 1e308, 1.7e308):
+            assert VM.mean_cosine(d, k) == 1.0
+    assert VM.mean_cosine(2**53, 1e6) == pytest.approx(1e6 / 2**53, rel=1e-6)  # A_d ~ kappa / d for d >> kappa
+    assert_refused(VM.mean_cosine, HUGE_INT, 1.0, name="d")
+    assert_refused(VM.mean_cosine, 3, 1.0, max_terms=HUGE_INT, name="max_terms")
+
+
+@settings(max_examples=25)
+@given(st.integers(2, 200), st.floats(1e-3, 1e6))
+def test_mean_cosine_unchanged_on_ordinary_input(d, kappa):
+    "The rescaled fraction is used only past 1e250: ordinary inputs keep the registered arithmetic (A_d in (0, 1))."
+    a = VM.mean_cosine(d, kappa)
+    assert 0 < a < 1
+
+
+def test_cosine_density_end_points_are_the_limits():
+    "Before: cosine_density([1, -1], 3, 1) gave [0, 0] (the true density is exp(kappa (w - 1)) / Z: 1.157, 0.157)."
+    a = np.array([1.0, -1.0])
+    got = VM.cosine_density(a, 3, 1.0)
+    true = np.exp(a) / (2 * math.sinh(1.0))
+    assert np.allclose(got, true, rtol=1e-3)  # the grid drops its end panels: Z is 1e-4 short
+    inside = np.array([1 - 1e-9, -1 + 1e-9])
+    assert np.allclose(VM.cosine_density(inside, 3, 1.0), got, rtol=1e-6)  # continuous at the ends
+    assert np.isinf(VM.cosine_density(a, 2, 1.0)).all()  # d = 2: (1 - w^2)^(-1/2) diverges at the ends
+    assert (VM.cosine_density(a, 5, 1.0) == 0).all()  # d > 3: the density vanishes there
+
+
+@settings(max_examples=25)
+@given(hnp.arrays(np.float64, st.integers(1, 20), elements=st.floats(-0.999999, 0.999999)), st.integers(2, 12),
+       st.floats(0.01, 100.0))
+def test_cosine_density_inside_unchanged(a, d, kappa):
+    "Inside (-1, 1) the density is the registered one (the private open form the chapter's studies use)."
+    assert np.array_equal(VM.cosine_density(a, d, kappa), VM._cosine_density(a, d, kappa, False))
+
+
+def test_cosine_density_and_quantile_edges_refuse_a_law_the_grid_cannot_resolve():
+    "Before: g_quantile_edges(3, 1e308, 5) -> [-1, nan, nan, nan, nan, 1]; cosine_density(., 3, 1e7) NaN."
+    for k in (1e3, 1e7, 1e308):
+        assert_refused(VM.g_quantile_edges, 3, k, 5, name="kappa")
+        assert_refused(VM.cosine_density, [0.5], 3, k, name="kappa")
+    assert_refused(VM.cosine_density, [0.5], 10**9, 1.0, name="d")
+    assert_refused(VM.cosine_density, [0.5], HUGE_INT, 1.0, name="d")
+    e = VM.g_quantile_edges(3, 100.0, 5)
+    assert np.isfinite(e).all() and (np.diff(e) > 0).all()
+
+
+def test_normalize_rows_huge_and_tiny_rows():
+    "Before: [[1e200, 1e200]] -> [[0, 0]] (the squares overflowed); [[3e-170, 4e-170]] 'zero row' (they underflowed)."
+    got = VM.normalize_rows(np.array([[1e200, 1e200], [3e-170, 4e-170], [3.0, 4.0], [-1e308, 1e308]]))
+    s = 1 / math.sqrt(2)
+    assert np.allclose(got, [[s, s], [0.6, 0.8], [0.6, 0.8], [-s, s]], rtol=1e-15)
+    assert_refused(VM.normalize_rows, [[0.0, 0.0]], name="X")
+    assert_refused(VM.normalize_rows, [[5e-324, 0.0], [0.0, 0.0]], name="X")
+
+
+@settings(max_examples=25)
+@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, min_side=1, max_side=6),
+                  elements=st.floats(-1e6, 1e6).filter(lambda v: abs(v) > 1e-3)))
+def test_normalize_rows_ordinary_rows_bit_for_bit(X):
+    "Rows of ordinary size take the plain division, as registered."
+    assert np.array_equal(VM.normalize_rows(X), X / np.linalg.norm(X, axis=-1, keepdims=True))
