@@ -86,3 +86,33 @@ def test_normalize_rows_huge_and_tiny_rows():
 def test_normalize_rows_ordinary_rows_bit_for_bit(X):
     "Rows of ordinary size take the plain division, as registered."
     assert np.array_equal(VM.normalize_rows(X), X / np.linalg.norm(X, axis=-1, keepdims=True))
+
+
+# ---------------------------------------------------------------- supervised.pcl
+from icml25nb.supervised import pcl as PCL
+
+
+def test_pcl_rmse_integers_and_float32_range():
+    "Before: rmse of int64 tensors RuntimeError (mean() of Long); float32 1e30 errors gave inf and 1e-30 gave 0."
+    assert PCL.rmse(torch.tensor([1, 2]), torch.tensor([1, 3])) == pytest.approx(math.sqrt(0.5), rel=1e-15)
+    assert PCL.rmse(torch.tensor([1, 2], dtype=torch.int32), torch.tensor([1.0, 3.0])) == pytest.approx(math.sqrt(0.5))
+    assert PCL.rmse(torch.full((3,), 1e30), torch.zeros(3)) == pytest.approx(1e30, rel=1e-6)
+    assert PCL.rmse(torch.full((3,), 1e-30), torch.zeros(3)) == pytest.approx(1e-30, rel=1e-6)
+    assert PCL.rmse(torch.tensor([3e38, -3e38]), torch.tensor([-3e38, 3e38])) == pytest.approx(6e38, rel=1e-6)
+    assert PCL.rmse(np.array([2**62, 0]), np.array([0, 0])) == pytest.approx(2**62 / math.sqrt(2))
+
+
+@settings(max_examples=25)
+@given(hnp.arrays(np.float32, st.integers(1, 30), elements=st.floats(-1e3, 1e3, width=32)),
+       hnp.arrays(np.float32, st.integers(1, 30), elements=st.floats(-1e3, 1e3, width=32)))
+def test_pcl_rmse_float32_unchanged(a, b):
+    "Ordinary float32 errors keep the registered float32 arithmetic (bit for bit)."
+    n = min(len(a), len(b))
+    p, y = torch.from_numpy(a[:n].copy()), torch.from_numpy(b[:n].copy())
+    assert PCL.rmse(p, y) == float(((p - y) ** 2).mean().sqrt()) or float(((p - y) ** 2).mean().sqrt()) < 1e-15
+
+
+def test_pcl_energy_drift_huge_ints_refused():
+    "Before: n_sims / steps / n_particles = 10**400 OverflowError in float() of the work check."
+    for arg in ("n_sims", "steps", "n_particles"):
+        assert_refused(PCL.energy_drift, name=arg, **{arg: HUGE_INT})
