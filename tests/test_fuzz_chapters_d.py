@@ -116,3 +116,21 @@ def test_pcl_energy_drift_huge_ints_refused():
     "Before: n_sims / steps / n_particles = 10**400 OverflowError in float() of the work check."
     for arg in ("n_sims", "steps", "n_particles"):
         assert_refused(PCL.energy_drift, name=arg, **{arg: HUGE_INT})
+
+
+# ---------------------------------------------------------------- generative.creativity
+from icml25nb.generative import creativity as CR
+
+
+@pytest.mark.parametrize("arg,value", [("channels", 2**31), ("channels", 2**63 - 1), ("channels", HUGE_INT),
+                                       ("emb", 2**31), ("emb", 2**62), ("emb", HUGE_INT), ("n3x3", 2**31),
+                                       ("n1x1", 2**31), ("n3x3", 10**6), ("dilation", HUGE_INT)])
+def test_conv_denoiser_sizes_refused_up_front(arg, value):
+    "Before: channels / emb = 2**31 allocator RuntimeError, 2**63 - 1 'Storage size calculation overflowed'; n3x3 / n1x1 = 2**31 hung."
+    assert_refused(CR.ConvDenoiser, name=arg, timeout=10, **{arg: value})
+
+
+def test_conv_denoiser_ordinary_sizes_still_built():
+    m = CR.ConvDenoiser(channels=8, n3x3=4, n1x1=1, emb=8, dilation=2)
+    out = m(torch.zeros(2, 8, 8), torch.zeros(2))
+    assert out.shape == (2, 8, 8)
