@@ -134,3 +134,25 @@ def test_conv_denoiser_ordinary_sizes_still_built():
     m = CR.ConvDenoiser(channels=8, n3x3=4, n1x1=1, emb=8, dilation=2)
     out = m(torch.zeros(2, 8, 8), torch.zeros(2))
     assert out.shape == (2, 8, 8)
+
+
+# ---------------------------------------------------------------- optim.precond
+from icml25nb.optim import precond as PRE
+
+
+def test_precond_huge_steps_refused():
+    "Before: mlp_digits_demo(lr=1e308) and npgd_torch_step(gamma=1e308) RuntimeError from torch's add_ (alpha overflow)."
+    assert_refused(PRE.mlp_digits_demo, lr=1e308, steps=2, name="lr")
+    assert_refused(PRE.mlp_digits_demo, lr=1e30, lam=1e-300, steps=2, name="lr")
+    net = torch.nn.Linear(3, 2)
+    net(torch.ones(1, 3)).sum().backward()
+    before = [p.detach().clone() for p in net.parameters()]
+    assert_refused(PRE.npgd_torch_step, list(net.parameters()), gamma=1e308, lam=1.0, kind="identity", name="gamma")
+    assert all(torch.equal(a, b) for a, b in zip(before, net.parameters()))  # refused before any parameter moved
+    PRE.npgd_torch_step(list(net.parameters()), gamma=0.1, lam=1.0, kind="hard_clip")  # ordinary steps still run
+
+
+def test_precond_clip_equivalence_bounded():
+    "Before: clip_equivalence(n_cases=2**31) ran for hours."
+    for n in (2**31, 10**12, HUGE_INT):
+        assert_refused(PRE.clip_equivalence, n_cases=n, name="n_cases", timeout=5)
