@@ -156,3 +156,34 @@ def test_precond_clip_equivalence_bounded():
     "Before: clip_equivalence(n_cases=2**31) ran for hours."
     for n in (2**31, 10**12, HUGE_INT):
         assert_refused(PRE.clip_equivalence, n_cases=n, name="n_cases", timeout=5)
+
+
+# ---------------------------------------------------------------- optim.schedulefree, graphs.gale
+from icml25nb.graphs import gale as GA
+from icml25nb.optim import schedulefree as SF
+
+
+def test_sf_sgd_overflowing_iterates_refused_naming_lr():
+    "Before: sf_sgd(lambda x: x, ones(2), 3, 1e308)['x'] was NaN."
+    assert_refused(SF.sf_sgd, lambda x: x, np.ones(2), 3, 1e308, name="lr")
+    assert_refused(SF.sf_sgd, lambda x: np.full(2, np.nan), np.ones(2), 3, 0.1, name="grad_fn")
+    assert_refused(SF.sf_sgd, lambda x: np.ones(3), np.ones(2), 3, 0.1, name="grad_fn")
+    kind, r = outcome(SF.sf_sgd, lambda x: x, np.ones(2), 5, 0.1)
+    assert kind == "ok" and np.isfinite(r["x"]).all() and (np.abs(r["x"][-1]) < 1).all()
+
+
+@pytest.mark.parametrize("fn,sizes,other,name", [
+    (GA.time_exponent, [1, 1, 1], [1, 2, 3], "sizes"),
+    (GA.time_exponent, [2.5, 2.5], [1, 1], "sizes"),
+    (SF.fitted_exponent, [1, 1], [1, 2], "horizons"),
+    (SF.fitted_exponent, [7, 7, 7], [1, 2, 3], "horizons"),
+])
+def test_exponent_fits_refuse_equal_sizes(fn, sizes, other, name, capfd):
+    "Before: LinAlgError 'SVD did not converge in Linear Least Squares' and LAPACK's 'DLASCL' line on stderr."
+    assert_refused(fn, sizes, other, name=name)
+    assert "LAPACK" not in capfd.readouterr().err
+
+
+def test_exponent_fits_unchanged():
+    assert GA.time_exponent([1, 2, 4], [3, 12, 48]) == pytest.approx(2.0)
+    assert SF.fitted_exponent([10, 100], [1.0, 0.1]) == pytest.approx(-1.0)
