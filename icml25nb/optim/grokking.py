@@ -240,7 +240,7 @@ def _deep_wd_gd(X, y, a_star, init_scale: float, wd, lr, iters: int, t: np.ndarr
 # %% ../../nbs/optim/02_grokking.ipynb #c517a760
 def modular_data(p: int = 31, frac: float = 0.5, seed: int = 0) -> dict:
     "All pairs (x1, x2) with label (x1 + x2) mod p, split at random into a training fraction `frac` and a test set."
-    check_int("p", p, 2)
+    check_int("p", p, 2, 2**32)  # p^2 pairs: beyond 2**32 they cannot fit anyway (and float(p) would overflow)
     check_memory("p", float(p) * p, 8 * 8)
     frac = check_float("frac", frac, 0.0, 1.0, open_min=True, open_max=True)
     if not 0 < frac < 1:
@@ -349,9 +349,13 @@ def grok_ratio(times: tuple) -> float:
 
 
 def band_excess(factors, lo: float = 0.35, hi: float = 0.65) -> float:
-    "How far the worst factor lies outside [lo, hi]: max(lo / f, f / hi); <= 1 iff every factor is in the band."
-    f = np.asarray(factors, dtype=float)
-    if f.size == 0 or (f <= 0).any():
+    """How far the worst factor lies outside [lo, hi]: max(lo / f, f / hi); <= 1 iff every factor is in the band.
+    NaN (the claim `delay_1_over_beta` then fails) if a factor is not positive: a run whose delay did not grow."""
+    f = check_array("factors", factors, finite=False, contiguous=False)
+    lo, hi = check_float("lo", lo, 0.0, open_min=True), check_float("hi", hi, 0.0, open_min=True)
+    if f.size == 0:
+        raise ValueError("factors must not be empty (no factor lies in or out of the band)")
+    if (f <= 0).any():
         return float("nan")
     return float(np.max(np.maximum(lo / f, f / hi)))
 
