@@ -187,3 +187,79 @@ def test_exponent_fits_refuse_equal_sizes(fn, sizes, other, name, capfd):
 def test_exponent_fits_unchanged():
     assert GA.time_exponent([1, 2, 4], [3, 12, 48]) == pytest.approx(2.0)
     assert SF.fitted_exponent([10, 100], [1.0, 0.1]) == pytest.approx(-1.0)
+
+
+# ---------------------------------------------------------------- optim.grokking, rl.pars, efficient.lowra, safety.versaprm
+from icml25nb.efficient import lowra as LO
+from icml25nb.optim import grokking as GR
+from icml25nb.rl import pars as PA
+from icml25nb.safety import versaprm as VP
+
+
+def test_band_excess_empty_refused_nan_claim_kept():
+    "Before: band_excess([]) NaN. A non-positive factor stays NaN: the claim delay_1_over_beta reads it (and fails)."
+    assert_refused(GR.band_excess, [], name="factors")
+    assert_refused(GR.band_excess, ["a"], name="factors")
+    assert_refused(GR.band_excess, [0.5], lo=float("nan"), name="lo")
+    assert math.isnan(GR.band_excess([0.5, -1.0]))
+    assert GR.band_excess([0.5, 0.6]) == pytest.approx(0.6 / 0.65)
+
+
+def test_toy_q_overflow_refused():
+    "Before: toy_q(array([1e308])) -> [nan] (4 pi a overflowed); toy_q([0.1]) TypeError from torch."
+    for a in (np.array([1e308]), np.array([np.inf]), np.array([np.nan]), torch.tensor([1e38]), [1e308]):
+        assert_refused(PA.toy_q, a, name="a")
+    a = np.array([0.1, -0.3])
+    assert np.array_equal(PA.toy_q(a), a + 0.3 * np.sin(4 * np.pi * a))
+    assert np.array_equal(PA.toy_q([0.1, -0.3]), PA.toy_q(a))
+    t = torch.tensor([0.1, -0.3])
+    assert torch.equal(PA.toy_q(t), t + 0.3 * torch.sin(4 * math.pi * t))
+    assert np.isfinite(PA.toy_q(np.array([1e307]))).all()
+
+
+def test_lowra_relative_error_scaled():
+    "Before: relative_error(ones * 1e200, zeros) nan (inf / inf); ones * 3e-170 gave 0 / 1e-300 = 0 (true 1)."
+    for s in (1e200, 1e300, 1.7e308, 3e-170, 5e-324):
+        assert LO.relative_error(np.ones((2, 2)) * s, np.zeros((2, 2))) == pytest.approx(1.0)
+    assert LO.relative_error(np.full((2, 2), 1e200), np.full((2, 2), 2e200)) == pytest.approx(1.0)
+    assert LO.relative_error(np.full((2, 2), 1e308), np.full((2, 2), -1e308)) == pytest.approx(4.0)
+    assert LO.relative_error(np.zeros((2, 2)), np.zeros((2, 2))) == 0.0
+
+
+@settings(max_examples=25)
+@given(hnp.arrays(np.float64, (3, 4), elements=st.floats(-1e3, 1e3)), hnp.arrays(np.float64, (3, 4), elements=st.floats(-1e3, 1e3)))
+def test_lowra_relative_error_unchanged(W, What):
+    "Ordinary matrices keep the registered arithmetic, bit for bit."
+    want = float(((W - What) ** 2).sum() / max((W ** 2).sum(), 1e-300))
+    assert LO.relative_error(W, What) == want or (W ** 2).sum() < 1e-200
+
+
+def test_vote_accuracy_empty_refused():
+    "Before: vote_accuracy([], []) 'max() arg is an empty sequence'; vote_accuracy(3, [1]) 'object of type int has no len()'."
+    assert_refused(VP.vote_accuracy, [], [], name="answers")
+    assert_refused(VP.vote_accuracy, 3, [1], name="answers")
+    assert_refused(VP.majority_vote, 5, name="answers")
+    assert VP.vote_accuracy(["a", "b", "a"], [1, 0, 1]) == 1
+
+
+# ---------------------------------------------------------------- huge Python ints that reached float() in chapters
+from icml25nb.efficient import pipeline as PIP
+from icml25nb.rl import maxent as ME
+
+_HUGE_INT_CASES = [
+    (GR.modular_data, {}, "p"), (GR.cs_problem, {}, "n"), (GR.cs_problem, {}, "N"), (GR.mc_problem, {}, "n"),
+    (lambda **k: GR.ModMLP(**{"p": 7, **k}), {}, "hidden"), (lambda **k: GR.ModMLP(**{"p": 7, **k}), {}, "d"),
+    (GR.ModMLP, {}, "p"),
+    (ME.corridor_mdp, {"n_bins": 20}, "horizon"),
+    (lambda **k: ME.soft_value_iteration(np.zeros((2, 2), np.int64) - 1, np.zeros((2, 2)), 1.0, **k), {}, "n_iter"),
+    (PIP.SkipMLP, {}, "d_in"), (PIP.SkipMLP, {}, "d_out"), (lambda **k: PIP.SkipMLP(widths=(k["widths"],)), {}, "widths"),
+    (lambda **k: SF.sample_ball(np.zeros(2), 1.0, rng=np.random.default_rng(0), **k), {}, "n"),
+    (lambda **k: PRE._check_steps(k["max_steps"], "max_steps"), {}, "max_steps"),
+]
+
+
+@pytest.mark.parametrize("fn,good,arg", _HUGE_INT_CASES)
+def test_huge_ints_refused_naming_the_argument(fn, good, arg):
+    "Before: 10**400 gave OverflowError ('int too large to convert to float') in a float() of a size check."
+    for v in (HUGE_INT, 2**64):
+        assert_refused(fn, name=arg, timeout=10, **{**good, arg: v})

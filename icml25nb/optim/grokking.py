@@ -34,7 +34,7 @@ class CSProblem:
 def cs_problem(n: int = 100, s: int = 5, N: int = 40, seed: int = 0) -> CSProblem:
     "X with i.i.d. N(0, 1/n) entries, a_star with s standard-normal entries on a random support, y = X a_star."
     for name, v in dict(n=n, s=s, N=N).items():
-        check_int(name, v, 1)
+        check_int(name, v, 1, 2**53)
     if N >= n:
         raise ValueError(f"compressed sensing needs N < n (fewer measurements than unknowns), got N={N}, n={n}")
     if s > N:
@@ -102,7 +102,7 @@ def grok_times(trace: dict, tol_train: float = 1e-4, tol_test: float = 0.1) -> t
 # %% ../../nbs/optim/02_grokking.ipynb #4a4c7d21
 def mc_problem(n: int = 30, r: int = 2, frac: float = 0.6, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     "(M, mask): a rank-r n x n matrix and a random observation mask with >= r+1 entries in every row and column."
-    n = check_int("n", n, 2)
+    n = check_int("n", n, 2, 2**53)
     check_memory("n", float(n) * n, 8 * 4)
     frac = check_float("frac", frac, 0.0, 1.0, open_min=True, open_max=True)
     if not 0 < frac < 1:
@@ -256,7 +256,7 @@ class ModMLP(nn.Module):
     "Embedding table shared by both operands, concatenated, one ReLU hidden layer, logits over the p residues."
     def __init__(self, p: int, d: int = 32, hidden: int = 128):
         super().__init__()
-        p, d, hidden = check_int("p", p, 2), check_int("d", d, 1), check_int("hidden", hidden, 1)
+        p, d, hidden = check_int("p", p, 2, 2**53), check_int("d", d, 1, 2**53), check_int("hidden", hidden, 1, 2**53)
         check_memory("hidden", float(hidden) * (2 * d + p) + float(p) * d, 4 * 4)
         self.embed = nn.Embedding(p, d)
         self.fc1 = nn.Linear(2 * d, hidden)

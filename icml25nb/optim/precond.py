@@ -165,8 +165,8 @@ class Trace:
         return len(self.f) - 1
 
 def _check_steps(steps, name: str = "steps") -> int:
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {steps!r}")
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or not 0 <= steps <= 2**53:
+        raise ValueError(f"{name} must be an integer in [0, 2**53], got {steps!r}")
     return int(steps)
 
 def npgd(f: Callable, grad: Callable, x0, gamma: float, lam: float, kind: str = "smooth_clip", steps: int = 1000,

@@ -110,7 +110,7 @@ def sample_ball(x, delta: float, n: int, rng: np.random.Generator) -> np.ndarray
     x = check_finite("x", x)
     if x.ndim != 1 or x.size == 0:
         raise ValueError(f"x must be a non-empty 1-D array, got shape {x.shape}")
-    delta, n = check_positive("delta", delta, strict=False), check_int("n", n, 0)
+    delta, n = check_positive("delta", delta, strict=False), check_int("n", n, 0, 2**53)
     check_memory("n", float(n) * x.size)
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
@@ -530,7 +530,7 @@ def train_ensemble(X, Y, lrs, T: int, batch_size: int = 16, hidden: int = 32, be
     lrs = [check_positive("lrs", lr) for lr in lrs]
     if not lrs:
         raise ValueError("lrs must hold at least one learning rate")
-    T, batch_size, hidden = check_int("T", T, 1), check_int("batch_size", batch_size, 1), check_int("hidden", hidden, 1)
+    T, batch_size, hidden = check_int("T", T, 1, 2**53), check_int("batch_size", batch_size, 1, 2**53), check_int("hidden", hidden, 1, 2**53)
     n_evals = check_int("n_evals", n_evals, 1)
     if T % n_evals:
         raise ValueError(f"T={T} must be a multiple of n_evals={n_evals}")
