@@ -387,6 +387,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                       'icml25nb.bandits.vmf._check_index': ('bandits/vmf.html#_check_index', 'icml25nb/bandits/vmf.py'),
                                       'icml25nb.bandits.vmf._check_kappa': ('bandits/vmf.html#_check_kappa', 'icml25nb/bandits/vmf.py'),
                                       'icml25nb.bandits.vmf._check_unit': ('bandits/vmf.html#_check_unit', 'icml25nb/bandits/vmf.py'),
+                                      'icml25nb.bandits.vmf._cosine_density': ( 'bandits/vmf.html#_cosine_density',
+                                                                                'icml25nb/bandits/vmf.py'),
                                       'icml25nb.bandits.vmf._timed': ('bandits/vmf.html#_timed', 'icml25nb/bandits/vmf.py'),
                                       'icml25nb.bandits.vmf.action_study': ('bandits/vmf.html#action_study', 'icml25nb/bandits/vmf.py'),
                                       'icml25nb.bandits.vmf.action_tv': ('bandits/vmf.html#action_tv', 'icml25nb/bandits/vmf.py'),

@@ -20,13 +20,13 @@ from ..core import (ArgumentTypeError, Chapter, Claim, check_array, check_float,
 from ..kernels import vmf as VK
 
 # %% auto #0
-__all__ = ['SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'normalize_rows', 'sample_vmf', 'mean_cosine', 'cosine_density',
-           'boltzmann_probs', 'truncated_boltzmann_probs', 'nucleus_k', 'BoltzmannSampler', 'boltzmann_sample',
-           'ActionIndex', 'build_index', 'truncated_boltzmann_sample', 'subsample_boltzmann_sample',
-           'subsample_boltzmann_probs', 'vmf_explore', 'similarity_histogram', 'similarity_binned_tv', 'action_tv',
-           'uniform_catalogue', 'clustered_catalogue', 'digits_catalogue', 'sampler_check', 'tv_study',
-           'g_quantile_edges', 'sharp_study', 'action_study', 'catalogue_tv', 'speed_study', 'recommender',
-           'experiment', 'plots']
+__all__ = ['MAX_D', 'MAX_DENSITY_KAPPA', 'MAX_DENSITY_D', 'SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'normalize_rows', 'sample_vmf',
+           'mean_cosine', 'cosine_density', 'boltzmann_probs', 'truncated_boltzmann_probs', 'nucleus_k',
+           'BoltzmannSampler', 'boltzmann_sample', 'ActionIndex', 'build_index', 'truncated_boltzmann_sample',
+           'subsample_boltzmann_sample', 'subsample_boltzmann_probs', 'vmf_explore', 'similarity_histogram',
+           'similarity_binned_tv', 'action_tv', 'uniform_catalogue', 'clustered_catalogue', 'digits_catalogue',
+           'sampler_check', 'tv_study', 'g_quantile_edges', 'sharp_study', 'action_study', 'catalogue_tv',
+           'speed_study', 'recommender', 'experiment', 'plots']
 
 # %% ../../nbs/bandits/02_vmf.ipynb #650e7d45
 def normalize_rows(X) -> np.ndarray:
@@ -36,9 +36,16 @@ def normalize_rows(X) -> np.ndarray:
         raise ValueError(f"X must be a non-empty vector or matrix, got shape {X.shape}")
     if not np.isfinite(X).all():
         raise ValueError("X must be finite")
-    nrm = np.linalg.norm(X, axis=-1, keepdims=True)
-    if (nrm == 0).any():
-        raise ValueError("X has a zero row, which has no direction")
+    with np.errstate(over="ignore", under="ignore"):
+        nrm = np.linalg.norm(X, axis=-1, keepdims=True)
+    if (nrm == 0).any() or not np.isfinite(nrm).all() or (nrm < 1e-150).any():
+        # a row of entries near 1e200 (its squares overflow) or near 1e-170 (they underflow): divide each row by its
+        # largest |entry| first; rows of ordinary size keep the plain computation, bit for bit
+        peak = np.abs(X).max(axis=-1, keepdims=True)
+        if (peak == 0).any():
+            raise ValueError("X has a zero row, which has no direction")
+        X = X / peak
+        nrm = np.linalg.norm(X, axis=-1, keepdims=True)
     return X / nrm
 
 
@@ -77,40 +84,65 @@ def sample_vmf(mu, kappa: float, size: int = 1, seed: int = 0, backend: str = "n
     return fn(mu, kappa, size, check_seed(seed))
 
 
+MAX_D = 2**53  # dimensions d up to 2**53 (d / 2 is exact in a float)
+
+
 def mean_cosine(d: int, kappa: float, tol: float = 4e-16, max_terms: int = 100_000) -> float:
     "A_d(kappa) = I_{d/2}(kappa) / I_{d/2-1}(kappa), the mean of <x, mu> under vMF(mu, kappa) on S^{d-1} (Perron's fraction)."
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 2:
-        raise ValueError(f"d must be an integer >= 2, got {d!r}")
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 2 <= d <= MAX_D:
+        raise ValueError(f"d must be an integer in [2, 2**53], got {d!r}")
     x, nu = _check_kappa(kappa), d / 2.0
-    tol, max_terms = check_float("tol", tol, 0.0, open_min=True), check_int("max_terms", max_terms, 2)
+    tol, max_terms = check_float("tol", tol, 0.0, open_min=True), check_int("max_terms", max_terms, 2, 10**7)
     # x / (b0 + a1 / (b1 + a2 / (b2 + ...))), b0 = 2 nu + x, a_j = -(2 nu + 2 j - 1) x, b_j = 2 nu + j + 2 x;
-    # evaluated by the modified Lentz algorithm (every partial denominator stays >= 2 nu + x > 0)
+    # evaluated by the modified Lentz algorithm (every partial denominator stays >= 2 nu + x > 0).
+    # Where the terms would overflow (kappa or d near 1e300), the equivalent fraction with every b_j and a_j / b_{j-1}
+    # divided by s = max(kappa, d) is evaluated instead (x / f = (x / s) / (f / s)); elsewhere the arithmetic is as is.
+    s = max(x, 2 * nu + 2 * max_terms)
+    s = s if x * s > 1e250 else 1.0
     tiny = 1e-300
-    f = C = 2 * nu + x
+    f = C = (2 * nu) / s + x / s
     D = 0.0
     for j in range(1, max_terms):
-        a, b = -(2 * nu + 2 * j - 1) * x, 2 * nu + j + 2 * x
+        a, b = -((2 * nu + 2 * j - 1) / s) * (x / s), (2 * nu + j) / s + 2 * (x / s)
         D = b + a * D
         D = 1.0 / (D if D != 0 else tiny)
         C = b + a / C
         C = C if C != 0 else tiny
         f *= C * D
         if abs(C * D - 1.0) <= tol:
-            return float(x / f)
+            return min(float((x / s) / f), 1.0)  # A_d < 1; the rounding of 1 - (d-1)/(2 kappa) may give 1 + 2e-16
     raise RuntimeError(f"Perron's continued fraction did not converge for d={d}, kappa={kappa}")
 
 
-def cosine_density(a, d: int, kappa: float) -> np.ndarray:
-    "Density of w = <x, mu> under vMF(mu, kappa) on S^{d-1}: proportional to exp(kappa w) (1 - w^2)^((d-3)/2)."
+MAX_DENSITY_KAPPA = 100.0  # the 20,001-point grid that normalises the cosine law resolves it within about 1% up to here
+MAX_DENSITY_D = 10**6  # and its width 1 / sqrt(d) spans 10 grid steps at d = 10**6
+
+
+def _cosine_density(a, d: int, kappa: float, ends: bool) -> np.ndarray:
     a = check_array("a", a, contiguous=False)
-    d, kappa = check_int("d", d, 2), _check_kappa(kappa)
+    d = check_int("d", d, 2, MAX_DENSITY_D)
+    kappa = _check_kappa(kappa)
+    if kappa > MAX_DENSITY_KAPPA:
+        raise ValueError(f"kappa must be at most {MAX_DENSITY_KAPPA:g} for the cosine density (its grid of 20,001 "
+                         f"points cannot resolve a sharper law), got {kappa:g}")
     grid = np.linspace(-1, 1, 20001)[1:-1]
     logf = lambda w: kappa * (w - 1) + 0.5 * (d - 3) * np.log1p(-w * w)
     Z = np.trapezoid(np.exp(logf(grid)), grid)
+    if not (math.isfinite(Z) and Z > 0):
+        raise ValueError(f"d = {d} is too large for the cosine density on its grid (the law's mass vanishes there)")
     out = np.zeros_like(a)
     inside = np.abs(a) < 1
     out[inside] = np.exp(logf(a[inside])) / Z
+    if ends and d <= 3:  # the limits at w = +-1: exp(kappa (w - 1)) / Z for d = 3, infinite for d = 2 (0 for d > 3)
+        edge = np.abs(a) == 1
+        out[edge] = np.exp(kappa * (a[edge] - 1)) / Z if d == 3 else np.inf
     return out
+
+
+def cosine_density(a, d: int, kappa: float) -> np.ndarray:
+    """Density of w = <x, mu> under vMF(mu, kappa) on S^{d-1}: proportional to exp(kappa w) (1 - w^2)^((d-3)/2).
+    At w = +-1 it is the limit: finite for d = 3, infinite for d = 2, 0 for d > 3; kappa at most `MAX_DENSITY_KAPPA`, d at most `MAX_DENSITY_D`."""
+    return _cosine_density(a, d, kappa, True)
 
 # %% ../../nbs/bandits/02_vmf.ipynb #b843aebe
 def _check_actions(V, A) -> tuple[np.ndarray, np.ndarray]:
@@ -395,7 +427,7 @@ def tv_study(d: int, n: int, kappa: float, sets: int, draws: int, seed: int, bin
         hs += similarity_histogram(sims, subsample_boltzmann_probs(V, A, kappa, trunc_k, draws // sets,
                                                                    seed * 1000 + s), bins) / sets
     edges = np.linspace(-1, 1, bins + 1)
-    g = np.array([np.trapezoid(cosine_density(np.linspace(a, b, 201), d, kappa), np.linspace(a, b, 201))
+    g = np.array([np.trapezoid(_cosine_density(np.linspace(a, b, 201), d, kappa, False), np.linspace(a, b, 201))
                   for a, b in zip(edges[:-1], edges[1:])])
     return dict(d=d, n=n, catalogue=catalogue, tv=float(0.5 * np.abs(hv - hb).sum()),
                 tv_trunc=float(0.5 * np.abs(ht - hb).sum()), k_nucleus=float(np.mean(ks)),
@@ -409,8 +441,9 @@ def g_quantile_edges(d: int, kappa: float, bins: int) -> np.ndarray:
     bins = check_int("bins", bins, 1)
     check_memory("bins", bins, 8)
     grid = np.linspace(-1, 1, 200_001)
-    cdf = np.concatenate([[0.0], np.cumsum(np.diff(grid) * 0.5 * (cosine_density(grid[1:], d, kappa)
-                                                                  + cosine_density(grid[:-1], d, kappa)))])
+    # the end points count as 0, as when the chapter's sweep was registered (cosine_density now gives their limits)
+    cdf = np.concatenate([[0.0], np.cumsum(np.diff(grid) * 0.5 * (_cosine_density(grid[1:], d, kappa, False)
+                                                                  + _cosine_density(grid[:-1], d, kappa, False)))])
     edges = np.interp(np.linspace(0, 1, bins + 1), cdf / cdf[-1], grid)
     edges[0], edges[-1] = -1.0, 1.0
     return edges

@@ -461,7 +461,16 @@ def relative_error(W, What) -> float:
     W, What = check_array("W", W, contiguous=False), check_array("What", What, contiguous=False)
     if W.shape != What.shape:
         raise ValueError(f"W and What must have the same shape, got {W.shape} and {What.shape}")
-    return float(((W - What) ** 2).sum() / max((W ** 2).sum(), 1e-300))
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        num, den = ((W - What) ** 2).sum(), (W ** 2).sum()
+    peak = np.abs(W).max() if W.size else 0.0
+    if peak > 0 and not (np.isfinite(num) and np.isfinite(den) and den >= 1e-200):
+        # entries near 1e200 (squares overflow: nan) or 1e-170 (they underflow): the same ratio with W and What
+        # divided by max |W|; ordinary matrices keep the plain arithmetic
+        with np.errstate(over="ignore", under="ignore"):
+            D = W / peak - What / peak
+            return float((D ** 2).sum() / ((W / peak) ** 2).sum())
+    return float(num / max(den, 1e-300))
 
 # %% ../../nbs/efficient/01_lowra.ipynb #6a12264c
 def _init_lora(module: nn.Module, rank: int, seed: int) -> None:

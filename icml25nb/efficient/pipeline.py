@@ -1312,12 +1312,12 @@ class SkipMLP(nn.Module):
         super().__init__()
         if isinstance(widths, (str, bytes)) or not hasattr(widths, "__iter__"):
             raise ValueError(f"widths must be a sequence of layer widths, got {widths!r}")
-        ws = [check_int("widths", w, 1) for w in widths]
+        ws = [check_int("widths", w, 1, 2**53) for w in widths]
         if not ws:
             raise ValueError("widths must list at least one hidden width")
-        dims = [check_int("d_in", d_in, 1)] + ws
+        dims = [check_int("d_in", d_in, 1, 2**53)] + ws
         check_memory("d_in, widths, d_out",
-                     8.0 * sum(a * b for a, b in zip(dims, dims[1:])) + 4.0 * ws[0] * check_int("d_out", d_out, 1))
+                     8.0 * sum(a * b for a, b in zip(dims, dims[1:])) + 4.0 * ws[0] * check_int("d_out", d_out, 1, 2**53))
         self.enc = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims, dims[1:]))
         self.dec = nn.ModuleList(nn.Linear(ws[i] + ws[i - 1], ws[i - 1]) for i in range(len(ws) - 1, 0, -1))
         self.head = nn.Linear(ws[0], check_int("d_out", d_out, 1))

@@ -17,10 +17,10 @@ from ..core import (ArgumentTypeError, Chapter, Claim, check_array, check_float,
 from ..kernels import patch_score as PK
 
 # %% auto #0
-__all__ = ['COPY_THRESHOLD', 'SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'digits_images', 'noise_schedule', 'image_patches',
-           'ideal_denoiser', 'local_denoiser', 'els_denoiser', 'ConvDenoiser', 'train_denoiser', 'network_denoiser',
-           'ddim_sample', 'scheduled_els', 'scheduled_ls', 'calibrate_patch_sizes', 'calibrate_patch_size', 'r2',
-           'nearest_train_distance', 'experiment', 'plots']
+__all__ = ['MAX_BLOCKS', 'COPY_THRESHOLD', 'SCALE_CONFIG', 'CLAIMS', 'CHAPTER', 'digits_images', 'noise_schedule',
+           'image_patches', 'ideal_denoiser', 'local_denoiser', 'els_denoiser', 'ConvDenoiser', 'train_denoiser',
+           'network_denoiser', 'ddim_sample', 'scheduled_els', 'scheduled_ls', 'calibrate_patch_sizes',
+           'calibrate_patch_size', 'r2', 'nearest_train_distance', 'experiment', 'plots']
 
 # %% ../../nbs/generative/01_creativity.ipynb #6f457ea4
 def digits_images(seed: int = 0) -> np.ndarray:
@@ -115,21 +115,29 @@ def els_denoiser(x, t: float, train, k: int, padding: str = "circular") -> np.nd
     return PK.patch_softmax_mean(Q, K, train.reshape(-1), scale).reshape(x.shape)
 
 # %% ../../nbs/generative/01_creativity.ipynb #5ea63b1e
+MAX_BLOCKS = 10_000  # residual blocks (n3x3 - 2 and n1x1): a bound far above any denoiser here, refused up front
+
+
 class ConvDenoiser(nn.Module):
     "Fully convolutional epsilon-predictor: 3x3 conv in, residual 3x3 (dilated by `dilation`) and 1x1 blocks with a time bias, 3x3 conv out."
     def __init__(self, channels: int = 32, n3x3: int = 3, n1x1: int = 2, padding_mode: str = "circular",
                  emb: int = 32, dilation: int = 1):
         super().__init__()
-        check_int("channels", channels, 1)
-        check_int("n1x1", n1x1, 0)
-        check_int("emb", emb, 2)
+        check_int("channels", channels, 1, 2**53)
+        check_int("n1x1", n1x1, 0, MAX_BLOCKS)
+        check_int("emb", emb, 2, 2**53)
         if emb % 2:
             raise ValueError(f"emb must be even (sines and cosines of emb / 2 frequencies), got {emb}")
         if padding_mode not in ("circular", "zeros", "reflect", "replicate"):
             raise ValueError(f"padding_mode must be 'circular', 'zeros', 'reflect' or 'replicate', got {padding_mode!r}")
-        if check_int("n3x3", n3x3, 0) < 2:
+        if check_int("n3x3", n3x3, 0, MAX_BLOCKS + 2) < 2:
             raise ValueError("n3x3 counts the input and output 3x3 convolutions too: it must be at least 2")
-        check_int("dilation", dilation, 1)
+        check_int("dilation", dilation, 1, 2**20)
+        # float32 weights, refused up front (2**31 channels failed in the allocator, 2**63 - 1 overflowed)
+        check_memory("emb", 129.0 * emb + 128, 4)
+        blocks = (n3x3 - 2) + n1x1
+        check_memory("channels (with n3x3 and n1x1)", 19.0 * channels + 1 + (n3x3 - 2) * (9.0 * channels + 1) * channels
+                     + n1x1 * (channels + 1.0) * channels + blocks * 129.0 * channels, 4)
         conv = lambda cin, cout, k, d=1: nn.Conv2d(cin, cout, k, padding=d * (k // 2), dilation=d,
                                                    padding_mode=padding_mode)
         self.inp, self.out = conv(1, channels, 3), conv(channels, 1, 3)

@@ -263,6 +263,8 @@ def time_exponent(sizes, times) -> float:
         raise ValueError(f"sizes and times must be 1-D of the same length >= 2, got {s.shape} and {t.shape}")
     if (s <= 0).any() or (t <= 0).any() or not (np.isfinite(s).all() and np.isfinite(t).all()):
         raise ValueError("sizes and times must be positive and finite")
+    if np.ptp(np.log(s)) == 0:  # no slope to fit (LAPACK's SVD failed with a LinAlgError and stderr noise)
+        raise ValueError("sizes must not all be equal: a slope needs two different sizes")
     return float(np.polyfit(np.log(s), np.log(t), 1)[0])
 
 

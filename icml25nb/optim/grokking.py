@@ -34,7 +34,7 @@ class CSProblem:
 def cs_problem(n: int = 100, s: int = 5, N: int = 40, seed: int = 0) -> CSProblem:
     "X with i.i.d. N(0, 1/n) entries, a_star with s standard-normal entries on a random support, y = X a_star."
     for name, v in dict(n=n, s=s, N=N).items():
-        check_int(name, v, 1)
+        check_int(name, v, 1, 2**53)
     if N >= n:
         raise ValueError(f"compressed sensing needs N < n (fewer measurements than unknowns), got N={N}, n={n}")
     if s > N:
@@ -102,7 +102,7 @@ def grok_times(trace: dict, tol_train: float = 1e-4, tol_test: float = 0.1) -> t
 # %% ../../nbs/optim/02_grokking.ipynb #4a4c7d21
 def mc_problem(n: int = 30, r: int = 2, frac: float = 0.6, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     "(M, mask): a rank-r n x n matrix and a random observation mask with >= r+1 entries in every row and column."
-    n = check_int("n", n, 2)
+    n = check_int("n", n, 2, 2**53)
     check_memory("n", float(n) * n, 8 * 4)
     frac = check_float("frac", frac, 0.0, 1.0, open_min=True, open_max=True)
     if not 0 < frac < 1:
@@ -240,7 +240,7 @@ def _deep_wd_gd(X, y, a_star, init_scale: float, wd, lr, iters: int, t: np.ndarr
 # %% ../../nbs/optim/02_grokking.ipynb #c517a760
 def modular_data(p: int = 31, frac: float = 0.5, seed: int = 0) -> dict:
     "All pairs (x1, x2) with label (x1 + x2) mod p, split at random into a training fraction `frac` and a test set."
-    check_int("p", p, 2)
+    check_int("p", p, 2, 2**32)  # p^2 pairs: beyond 2**32 they cannot fit anyway (and float(p) would overflow)
     check_memory("p", float(p) * p, 8 * 8)
     frac = check_float("frac", frac, 0.0, 1.0, open_min=True, open_max=True)
     if not 0 < frac < 1:
@@ -256,7 +256,7 @@ class ModMLP(nn.Module):
     "Embedding table shared by both operands, concatenated, one ReLU hidden layer, logits over the p residues."
     def __init__(self, p: int, d: int = 32, hidden: int = 128):
         super().__init__()
-        p, d, hidden = check_int("p", p, 2), check_int("d", d, 1), check_int("hidden", hidden, 1)
+        p, d, hidden = check_int("p", p, 2, 2**53), check_int("d", d, 1, 2**53), check_int("hidden", hidden, 1, 2**53)
         check_memory("hidden", float(hidden) * (2 * d + p) + float(p) * d, 4 * 4)
         self.embed = nn.Embedding(p, d)
         self.fc1 = nn.Linear(2 * d, hidden)
@@ -349,9 +349,13 @@ def grok_ratio(times: tuple) -> float:
 
 
 def band_excess(factors, lo: float = 0.35, hi: float = 0.65) -> float:
-    "How far the worst factor lies outside [lo, hi]: max(lo / f, f / hi); <= 1 iff every factor is in the band."
-    f = np.asarray(factors, dtype=float)
-    if f.size == 0 or (f <= 0).any():
+    """How far the worst factor lies outside [lo, hi]: max(lo / f, f / hi); <= 1 iff every factor is in the band.
+    NaN (the claim `delay_1_over_beta` then fails) if a factor is not positive: a run whose delay did not grow."""
+    f = check_array("factors", factors, finite=False, contiguous=False)
+    lo, hi = check_float("lo", lo, 0.0, open_min=True), check_float("hi", hi, 0.0, open_min=True)
+    if f.size == 0:
+        raise ValueError("factors must not be empty (no factor lies in or out of the band)")
+    if (f <= 0).any():
         return float("nan")
     return float(np.max(np.maximum(lo / f, f / hi)))
 

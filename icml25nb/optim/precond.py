@@ -16,11 +16,11 @@ from ..core import (ArgumentTypeError, Chapter, Claim, check_array, check_float,
                            make_rng, progress, register)
 
 # %% auto #0
-__all__ = ['DUAL_MAPS', 'PROBLEMS', 'TORCH_CLIP_EPS', 'SCALE_CONFIG', 'NPGD_KINDS', 'ABLATED_KINDS', 'CLAIMS', 'CHAPTER',
-           'kernel_conjugate_derivative', 'dual_map', 'TestProblem', 'cosh_sum', 'cosh_norm', 'quartic', 'make_problem',
-           'Trace', 'npgd', 'iters_to_tol', 'theory_steps', 'gd_best_step', 'gd_armijo', 'torch_clip_sgd_step',
-           'clip_equivalence', 'speedup', 'speed_comparison', 'monotonicity', 'experiment', 'plots', 'npgd_torch_step',
-           'mlp_digits_demo']
+__all__ = ['DUAL_MAPS', 'PROBLEMS', 'TORCH_CLIP_EPS', 'MAX_CASES', 'SCALE_CONFIG', 'NPGD_KINDS', 'ABLATED_KINDS', 'CLAIMS',
+           'CHAPTER', 'kernel_conjugate_derivative', 'dual_map', 'TestProblem', 'cosh_sum', 'cosh_norm', 'quartic',
+           'make_problem', 'Trace', 'npgd', 'iters_to_tol', 'theory_steps', 'gd_best_step', 'gd_armijo',
+           'torch_clip_sgd_step', 'clip_equivalence', 'speedup', 'speed_comparison', 'monotonicity', 'experiment',
+           'plots', 'npgd_torch_step', 'mlp_digits_demo']
 
 # %% ../../nbs/optim/01_precond.ipynb #64920ce0
 DUAL_MAPS: tuple[str, ...] = ("identity", "hard_clip", "smooth_clip", "arcsinh")
@@ -165,8 +165,8 @@ class Trace:
         return len(self.f) - 1
 
 def _check_steps(steps, name: str = "steps") -> int:
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {steps!r}")
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or not 0 <= steps <= 2**53:
+        raise ValueError(f"{name} must be an integer in [0, 2**53], got {steps!r}")
     return int(steps)
 
 def npgd(f: Callable, grad: Callable, x0, gamma: float, lam: float, kind: str = "smooth_clip", steps: int = 1000,
@@ -354,9 +354,12 @@ def torch_clip_sgd_step(x: np.ndarray, g: np.ndarray, gamma: float, lam: float, 
 
 TORCH_CLIP_EPS = 1e-6  # clip_grad_norm_ divides by (total_norm + 1e-6)
 
+MAX_CASES = 100_000  # clip_equivalence's random problems: about a millisecond each, so at most a couple of minutes
+
+
 def clip_equivalence(n_cases: int = 200, seed: int = 0) -> dict:
     "Max |NPGD hard-clip step - PyTorch clip+SGD step| over random problems, with and without PyTorch's epsilon."
-    n_cases = check_int("n_cases", n_cases, 1)
+    n_cases = check_int("n_cases", n_cases, 1, MAX_CASES)
     rng = make_rng(check_seed(seed), 101)
     diffs_eps, ratio_exact, clipped = [], [], 0
     for _ in range(n_cases):
@@ -517,6 +520,11 @@ def npgd_torch_step(params: list, gamma: float, lam: float, kind: str = "smooth_
         r = lam * gnorm
         scale = {"identity": 1.0, "hard_clip": min(1.0, 1.0 / r) if r > 0 else 1.0,
                  "smooth_clip": 1.0 / (1.0 + r)}[kind]
+        step = gamma * lam * scale
+        for p in params:  # torch cannot take a step size beyond the parameters' float range (it raised RuntimeError)
+            if p.is_floating_point() and not step <= torch.finfo(p.dtype).max:
+                raise ValueError(f"gamma * lam = {gamma * lam:g} is too large: the step {step:g} overflows the "
+                                 f"parameters' {p.dtype}")
         for p in params:
             p.add_(p.grad, alpha=-gamma * lam * scale)
     return gnorm
@@ -525,8 +533,10 @@ def mlp_digits_demo(lr: float = 4.0, lam: float = 1.0, steps: int = 150, seed: i
     "Full-batch training losses of a small MLP on sklearn digits: GD vs hard/smooth-clip NPGD with step lr."
     import torch
     from sklearn.datasets import load_digits
-    lr = check_float("lr", lr, 0.0, open_min=True)
+    lr = check_float("lr", lr, 0.0, 1e38, open_min=True)  # the float32 network's step lr * scale must stay finite
     lam = check_float("lam", lam, 0.0, open_min=True)
+    if not lr / lam < float("inf"):
+        raise ValueError(f"lr / lam must be finite (it is NPGD's gamma), got lr = {lr:g} and lam = {lam:g}")
     steps = check_int("steps", steps, 1, 1_000_000)
     X, y = load_digits(return_X_y=True)
     X = torch.tensor(X / 16.0, dtype=torch.float32)

@@ -110,7 +110,7 @@ def sample_ball(x, delta: float, n: int, rng: np.random.Generator) -> np.ndarray
     x = check_finite("x", x)
     if x.ndim != 1 or x.size == 0:
         raise ValueError(f"x must be a non-empty 1-D array, got shape {x.shape}")
-    delta, n = check_positive("delta", delta, strict=False), check_int("n", n, 0)
+    delta, n = check_positive("delta", delta, strict=False), check_int("n", n, 0, 2**53)
     check_memory("n", float(n) * x.size)
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
@@ -199,7 +199,12 @@ def sf_sgd(grad_fn: Callable, x0, T: int, lr: float, beta: float = 0.9, c="unifo
     for k in range(T):
         Y[k] = y
         g = np.asarray(grad_fn(y), dtype=float) + (noise * rng.standard_normal(x0.size) if noise else 0.0)
+        if g.shape != x0.shape or not np.isfinite(g).all():
+            raise ValueError(f"grad_fn must return a finite gradient of shape {x0.shape}, got shape {g.shape} "
+                             f"{'with NaN or inf ' if g.shape == x0.shape else ''}at step {k}")
         y, z, x = sf_step(y, z, x, g, lr, beta, averaging_coefficient(k + 1, c))
+        if not (np.isfinite(x).all() and np.isfinite(z).all() and np.isfinite(y).all()):
+            raise ValueError(f"lr = {lr:g} is too large here: the iterates overflowed to inf at step {k + 1}")
         X[k + 1], Z[k + 1] = x, z
     return {"x": X, "z": Z, "y": Y}
 
@@ -452,6 +457,8 @@ def fitted_exponent(horizons, values) -> float:
     h, v = check_finite("horizons", horizons), check_finite("values", values)
     if h.shape != v.shape or h.size < 2 or np.any(h <= 0) or np.any(v <= 0):
         raise ValueError("horizons and values must be positive arrays of the same length >= 2")
+    if np.ptp(np.log(h)) == 0:  # no slope to fit (LAPACK's SVD failed with a LinAlgError and stderr noise)
+        raise ValueError("horizons must not all be equal: a slope needs two different horizons")
     return float(np.polyfit(np.log(h), np.log(v), 1)[0])
 
 
@@ -523,7 +530,7 @@ def train_ensemble(X, Y, lrs, T: int, batch_size: int = 16, hidden: int = 32, be
     lrs = [check_positive("lrs", lr) for lr in lrs]
     if not lrs:
         raise ValueError("lrs must hold at least one learning rate")
-    T, batch_size, hidden = check_int("T", T, 1), check_int("batch_size", batch_size, 1), check_int("hidden", hidden, 1)
+    T, batch_size, hidden = check_int("T", T, 1, 2**53), check_int("batch_size", batch_size, 1, 2**53), check_int("hidden", hidden, 1, 2**53)
     n_evals = check_int("n_evals", n_evals, 1)
     if T % n_evals:
         raise ValueError(f"T={T} must be a multiple of n_evals={n_evals}")

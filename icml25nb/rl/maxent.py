@@ -132,7 +132,7 @@ def soft_value_iteration(P, R, alpha: float, gamma: float = 1.0, n_iter: int = 1
     P = check_array("P (nxt, the successor table)", P, shape=R.shape, dtype=np.int64, minimum=-1,
                     maximum=R.shape[0] - 1)
     alpha, gamma = check_float("alpha", alpha, 0.0), check_float("gamma", gamma, 0.0, 1.0)
-    n_iter = check_int("n_iter", n_iter, 1)
+    n_iter = check_int("n_iter", n_iter, 1, 2**53)  # float(n_iter) of 10**400 overflowed
     if float(n_iter) * R.size > MAX_VI_WORK:
         raise ValueError(f"n_iter = {n_iter} is too many sweeps of a {R.shape} table: n_iter x states x actions must "
                          f"be at most {MAX_VI_WORK:g}")
@@ -328,7 +328,7 @@ def corridor_mdp(horizon: int = 5, width: float = 0.3, center: float = 0.5, rewa
                  n_bins: int = 2000) -> dict:
     """The noise-free corridor as a tabular MDP: state 2 t + inside (t = 0..horizon-1), `n_bins` action bins on
     [-1, 1]; the start is state 1 (t = 0, inside)."""
-    horizon, n_bins = check_int("horizon", horizon, 1), check_int("n_bins", n_bins, 2, MAX_BINS)
+    horizon, n_bins = check_int("horizon", horizon, 1, 2**53), check_int("n_bins", n_bins, 2, MAX_BINS)
     check_memory("horizon", 16.0 * 2 * horizon * n_bins)
     width = _check_pos("width", width)
     center, reward = check_float("center", center, -1.0, 1.0), check_float("reward", reward)
@@ -490,7 +490,7 @@ def _check_obs(agent, obs) -> np.ndarray:
 
 def branch_probability(agent, obs, samples: int = 4000) -> float:
     "Fraction of `samples` stochastic actions of the agent at `obs` that are >= 0 (the wide branch at the start)."
-    samples = check_int("samples", samples, 1)
+    samples = check_int("samples", samples, 1, 2**53)
     obs = _check_obs(agent, obs)
     check_memory("samples", float(samples) * max(1, obs.size))
     x = np.repeat(obs[None], samples, axis=0)

@@ -191,8 +191,19 @@ TOY_Q_LOW = -2.0  # a lower bound of the toy q(a) = a + 0.3 sin(4 pi a): its Q_m
 
 
 def toy_q(a):
-    "The toy's true Q on the data: a + 0.3 sin(4 pi a)."
-    return a + 0.3 * np.sin(4 * np.pi * a) if isinstance(a, np.ndarray) else a + 0.3 * torch.sin(4 * math.pi * a)
+    "The toy's true Q on the data: a + 0.3 sin(4 pi a) (an array or a tensor of finite a, |a| <= 1e307)."
+    if isinstance(a, torch.Tensor):
+        out = a + 0.3 * torch.sin(4 * math.pi * a)
+        ok = bool(torch.isfinite(out).all())
+    else:
+        if not isinstance(a, np.ndarray) or a.dtype.kind not in "biuf":
+            a = check_array("a", a, dtype=None, finite=False, contiguous=False)
+        with np.errstate(invalid="ignore", over="ignore"):
+            out = a + 0.3 * np.sin(4 * np.pi * a)
+        ok = bool(np.isfinite(out).all())
+    if not ok:  # 4 pi a overflows past 1.4e307 (1e308 gave NaN): refuse rather than return NaN
+        raise ValueError("a must be finite with |a| <= 1e307 (4 pi a overflows beyond), got NaN, inf or a larger a")
+    return out
 
 
 def fit_toy_critic(layer_norm: bool, reward_scale: float, pa_alpha: float, pa_distance: float = 1.5,

@@ -422,7 +422,11 @@ def aggregate(step_scores, how: str = "min"):
 
 
 def _check_votes(answers, weights=None, name="weights"):
-    if not len(answers):
+    try:
+        n = len(answers)
+    except TypeError:
+        raise ArgumentTypeError(f"answers must be a sequence of answers, got {type(answers).__name__}") from None
+    if not n:
         raise ValueError("answers must be non-empty")
     if weights is not None:
         w = check_array(name, weights, finite=False)
@@ -459,6 +463,7 @@ def vote_accuracy(answers: Sequence, correct, weights=None) -> Fraction:
     """Exact expected correctness of the (weighted) majority vote over the CoTs taken in a uniformly random order,
     ties to the answer seen first (the authors' `Counter.most_common` / `max` on a `random.sample`): a tied answer
     wins with probability (its number of CoTs) / (the tied answers' number of CoTs). `correct[i]`: CoT i is right."""
+    _check_votes(answers)  # [] gave 'max() arg is an empty sequence'
     w = _check_votes(answers, weights) if weights is not None else np.ones(len(answers))
     ok = np.asarray(correct, dtype=bool)
     if ok.shape != (len(answers),):

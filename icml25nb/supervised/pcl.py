@@ -271,7 +271,17 @@ def rmse(pred: torch.Tensor, y: torch.Tensor) -> float:
     for name, v in (("pred", pred), ("y", y)):
         if not (v.is_floating_point() or v.dtype in (torch.int32, torch.int64)) or not bool(torch.isfinite(v).all()):
             raise ValueError(f"{name} must hold finite real numbers")
-    return float(((pred - y) ** 2).mean().sqrt())
+    if not pred.is_floating_point() or not y.is_floating_point():  # integer tensors have no mean(): use float64
+        pred, y = pred.to(torch.float64), y.to(torch.float64)
+    r = float(((pred - y) ** 2).mean().sqrt())
+    lowp = pred.dtype != torch.float64 or y.dtype != torch.float64
+    if lowp and not (math.isfinite(r) and r >= 1e4 * torch.finfo(pred.dtype).tiny ** 0.5):
+        # float32 squares overflowed (|error| > 1e19 gave inf) or underflowed (|error| < 1e-19 gave 0): redo in
+        # float64; ordinary errors keep the registered float32 arithmetic
+        d = pred.to(torch.float64) - y.to(torch.float64)
+        peak = float(d.abs().max())
+        r = peak * float(((d / peak) ** 2).mean().sqrt()) if peak > 0 else 0.0
+    return r
 
 
 def prediction_spread(model: PCLNet, x: torch.Tensor, draws: int = 8, steps: tuple[int, ...] = (999,),
@@ -341,8 +351,8 @@ def predict_in_label_units(model: PCLNet, X: np.ndarray, Y: np.ndarray, n_test: 
 def energy_drift(n_sims: int = 200, n_particles: int = 5, steps: int = 100, dt: float = 0.01, k: float = 1.0,
                  seed: int = 0) -> dict:
     "Largest relative energy error over a run, checked every 10 steps, and the derived band k n dt^2/(4 - k n dt^2)."
-    n_sims, n_particles = check_int("n_sims", n_sims, 1), check_int("n_particles", n_particles, 2)
-    steps, seed = check_int("steps", steps, 10), check_seed(seed)
+    n_sims, n_particles = check_int("n_sims", n_sims, 1, 2**53), check_int("n_particles", n_particles, 2, 2**53)
+    steps, seed = check_int("steps", steps, 10, 2**53), check_seed(seed)
     dt, k = check_positive("dt", dt), check_positive("k", k)
     _check_work(n_sims, n_particles, steps)
     x, v, A = SK.random_springs(n_sims, n_particles, seed=seed)
