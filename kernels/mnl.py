@@ -96,8 +96,8 @@ MIN_B = 1e-150
 
 
 def _check_B_range(B: np.ndarray) -> None:
-    "No replica's radius in (0, MIN_B): B**2 underflows to 0 there (a division by zero in the projection); zero,"
-    "negative and NaN radii are left to the update's own scan (its message: B must be > 0)."
+    """No replica's radius in (0, MIN_B): B**2 underflows to 0 there (a division by zero in the projection); zero,
+    negative and NaN radii are left to the update's own scan (its message: B must be > 0)."""
     tiny = (B > 0) & (B < MIN_B)
     if tiny.any():
         r = int(np.argmax(tiny))
