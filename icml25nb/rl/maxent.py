@@ -21,7 +21,7 @@ from ..core import Chapter, Claim, check_array, check_float, check_int, check_me
 from ..kernels import softvi as SV
 
 # %% auto #0
-__all__ = ['MAX_BINS', 'MAX_VI_WORK', 'CLAIMS', 'CHAPTER', 'soft_values', 'alpha_star', 'alpha_star_approx', 'bifurcation_mdp',
+__all__ = ['MAX_BINS', 'CLAIMS', 'CHAPTER', 'soft_values', 'alpha_star', 'alpha_star_approx', 'bifurcation_mdp',
            'soft_value_iteration', 'p_wide', 'switch_point', 'ContinuousBifurcationEnv', 'PrecisionCorridorEnv',
            'ToyExampleEnv', 'toy_example_alpha_star', 'corridor_mdp', 'corridor_stay_prob', 'SACAdaEnt',
            'corridor_alpha_c', 'best_tanh_gaussian', 'first_action', 'branch_probability', 'corridor_failure_rate',
@@ -119,9 +119,6 @@ def bifurcation_mdp(R_high: float, R_mid: float, width: float, n_bins: int = 200
             "narrow": 1, "wide": L + 1, "stages": L}
 
 # %% ../../nbs/rl/02_maxent.ipynb #19ec414c
-MAX_VI_WORK = 1e11  # n_iter x states x actions of one soft value iteration (minutes of the njit kernel)
-
-
 def soft_value_iteration(P, R, alpha: float, gamma: float = 1.0, n_iter: int = 100, log_mu=None,
                          backend: str = "njit") -> tuple[np.ndarray, np.ndarray]:
     """Soft value iteration on a deterministic MDP (`P[s, a]` the successor state, -1 where the episode ends):
@@ -133,9 +130,6 @@ def soft_value_iteration(P, R, alpha: float, gamma: float = 1.0, n_iter: int = 1
                     maximum=R.shape[0] - 1)
     alpha, gamma = check_float("alpha", alpha, 0.0), check_float("gamma", gamma, 0.0, 1.0)
     n_iter = check_int("n_iter", n_iter, 1, 2**53)  # float(n_iter) of 10**400 overflowed
-    if float(n_iter) * R.size > MAX_VI_WORK:
-        raise ValueError(f"n_iter = {n_iter} is too many sweeps of a {R.shape} table: n_iter x states x actions must "
-                         f"be at most {MAX_VI_WORK:g}")
     if log_mu is None:
         log_mu = np.zeros(R.shape[1] if R.ndim == 2 else 1)
     R, P, log_mu, alpha, gamma, n_iter = SV.check_softvi_inputs(R, P, log_mu, alpha, gamma, n_iter)
