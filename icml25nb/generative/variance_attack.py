@@ -593,16 +593,20 @@ CLAIMS = [
                 "rounds of 6 by default. Checkpoints 10, 20, 30; 1000 means not within the budget" + _PROXY,
           tests="proxy",
           control_basis="the fastest of the paper's baselines (encoder-mean, PID, ASPL) in steps to the same "
-                        "threshold, same budget and checkpoints (issue 50)"),
+                        "threshold, same budget and checkpoints (issue 50)",
+          saturated="1000 is the metric's bound, 'not within the 30-step budget': a seed on which neither LA nor LE "
+                    "reaches retention <= 0.3 gives 1000 (all of seeds 0-3 did; this flag was added after seeing "
+                    "them, before the registration)"),
     Claim("eps_respected", "Every perturbation stays within the L-inf ball of radius eps and the image in [0, 1]",
           "eps_violation", "<=", 1e-6, kind="check"),
     Claim("la_gradient_closed_form",
           "Autograd's gradient of the LA loss in log sigma^2 equals its closed form sigma^2 / n on the run's posterior",
           "la_gradient_error", "<=", 1e-5, kind="check"),
     Claim("clean_personalisation_learns_identity",
-          "Personalised on the clean images, pipelines A and B generate the identity in at least half their samples "
-          "(the pipeline can learn the identity at all)",
-          lambda r: min(r["retention_clean"], r["transfer_retention_clean"]), ">=", 0.5, kind="check"),
+          "Personalised on the clean images, pipelines A and B generate the identity in at least 40% of their samples "
+          "(the pipeline can learn the identity at all; seeds 0-3 gave 0.84, 0.575, 0.725, 0.82 for the smaller of the "
+          "two, which set 0.4 before the registration)",
+          lambda r: min(r["retention_clean"], r["transfer_retention_clean"]), ">=", 0.4, kind="check"),
     Claim("identity_classifier_accurate", "The identity classifier is at least 90% accurate on held-out clean digits",
           "classifier_accuracy", ">=", 0.9, kind="check"),
 ]
