@@ -580,7 +580,8 @@ def plots(result: dict) -> dict:
     "Figures: protected images and personalised samples per attack; variance and identity retention per attack."
     import matplotlib.pyplot as plt
     names = ["clean"] + list(METHODS)
-    fig, axes = plt.subplots(len(names), 12, figsize=(12, 1.05 * len(names)))
+    fig, axes = plt.subplots(len(names), 12, figsize=(9, 0.8 * len(names) + 0.4), squeeze=False)
+    fig.subplots_adjust(left=0.14, right=0.99, top=0.93, bottom=0.01, wspace=0.06, hspace=0.06)
     for r, nm in enumerate(names):
         row = list(result["examples"][nm]) + list(result["samples"][nm])
         for c in range(12):
@@ -588,11 +589,11 @@ def plots(result: dict) -> dict:
             if c < len(row):
                 ax.imshow(np.asarray(row[c])[0], cmap="gray", vmin=0, vmax=1)
             ax.set_xticks([]); ax.set_yticks([])
-        ret = result["retention_clean"] if nm == "clean" else result["retention"][nm]
-        axes[r, 0].set_ylabel(f"{nm}\nret {ret:.2f}", fontsize=8, rotation=0, ha="right", va="center")
+        ret = result["retention_reject_clean"] if nm == "clean" else result["retention_reject"][nm]
+        box = axes[r, 0].get_position()
+        fig.text(0.005, (box.y0 + box.y1) / 2, f"{nm}\nretention {ret:.2f}", fontsize=8, va="center")
     axes[0, 0].set_title("protected images (4)", fontsize=8, loc="left")
     axes[0, 4].set_title("samples of the model personalised on them (8)", fontsize=8, loc="left")
-    fig.tight_layout()
     bars, (a1, a2, a3) = plt.subplots(1, 3, figsize=(13, 3.4))
     ms = list(METHODS)
     a1.bar(ms, [result["var_ratio"][m] for m in ms]); a1.axhline(10, color="r", ls="--", label="claim: 10x")
