@@ -38,6 +38,13 @@ def test_erdos_renyi_matches_an_independent_solve_and_the_global_budget(sparsity
     assert d[1] < d[0] and d[-1] == d.max() and (d[-1] == 1.0 or sparsity > 0.95)
 
 
+def test_erdos_renyi_densities_equal_the_authors_kernels_only_values():
+    "The authors' JaxPruner ERK run on the kernels alone (REPORT of the side-by-side run): .354180 / .088545 at S=0.9"
+    shapes = [(256, 64), (1024, 256), (256, 1024), (8, 256)]
+    np.testing.assert_allclose(SS.layer_densities(shapes, 0.9), [0.354180, 0.088545, 0.088545, 1.0], atol=2e-5)
+    np.testing.assert_allclose(SS.layer_densities(shapes, 0.5), [1.0, 0.482422, 0.482422, 1.0], atol=1e-6)
+
+
 def test_masks_have_exact_counts_and_depend_on_the_seed_only():
     def masks(seed, scheme="erdos_renyi"):
         torch.manual_seed(0)
@@ -153,12 +160,24 @@ def test_simba_sac_prunes_both_networks_trains_and_round_trips(tmp_path):
     assert not getattr(dense.actor, "_static_masks", None)
 
 
-def test_scaling_curve_shapes_and_reproducibility():
+def test_scaling_curve_shapes_reproducibility_and_masks():
     kw = dict(widths=(8, 16), sparsity=0.5, steps=120, seeds=(0, 1), learning_starts=60, batch_size=16,
               actor_width=8, eval_episodes=2)
     a, b = SS.scaling_curve("PointMass", **kw), SS.scaling_curve("PointMass", **kw)
     assert a["returns"].shape == (2, 2) and np.array_equal(a["returns"], b["returns"])
-    assert np.isfinite(a["returns"]).all()
+    assert np.isfinite(a["returns"]).all() and a["masked_nonzero"] == 0
+
+
+def test_masked_nonzero_counter_sees_a_revived_weight():
+    "The SAC check's counter is not blind: writing into one pruned critic weight is counted."
+    agent = SS.SimBaSAC(4, 2, width=16, blocks=1, sparsity=0.8, actor_width=8, seed=0)
+    assert SS._masked_nonzero(agent) == 0
+    name, mask = next(iter(agent.critic_target.q[1]._static_masks.items())) if getattr(
+        agent.critic_target.q[1], "_static_masks", None) else next(iter(agent.critic.q[1]._static_masks.items()))
+    layer = dict(agent.critic_target.q[1].named_modules())[name]
+    with torch.no_grad():
+        layer.weight[~mask] = 0.5
+    assert SS._masked_nonzero(agent) == int((~mask).sum())
 
 
 def test_bad_input_is_refused_naming_the_argument():
@@ -173,7 +192,7 @@ def test_bad_input_is_refused_naming_the_argument():
                  dict(tau=[*BAD_NUMBERS, -1], batch=[np.ones(4), np.full((2, 4), np.inf)], model=[torch.nn.ReLU()]))
     refuses_each(SS.plasticity_probe, dict(width=8, sparsity=0.5, n_tasks=1, steps=1),
                  dict(width=[0, -3, 1.5, None], sparsity=[*BAD_NUMBERS, 1.0], n_tasks=[0], steps=[0], seed=[-1],
-                      lr=[0, -1], batch_size=[0]))
+                      lr=[0, -1], batch_size=[0], weight_decay=[-1], shrink_perturb=[(2.0, 0.1), (0.5,), 0.5]))
     refuses_each(SS.SimBaMLP, dict(in_dim=3, out_dim=1), dict(in_dim=[0], out_dim=[0, None], width=[0, 2.5],
                                                               blocks=[-1], expansion=[0]))
     refuses_each(SS.SimBaSAC, dict(obs_dim=3, act_dim=1, width=8),
