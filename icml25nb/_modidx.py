@@ -2260,6 +2260,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                        'icml25nb/rl/sparse_scaling.py'),
                                             'icml25nb.rl.sparse_scaling._prunable': ( 'rl/sparse_scaling.html#_prunable',
                                                                                       'icml25nb/rl/sparse_scaling.py'),
+                                            'icml25nb.rl.sparse_scaling._weight_norm': ( 'rl/sparse_scaling.html#_weight_norm',
+                                                                                         'icml25nb/rl/sparse_scaling.py'),
                                             'icml25nb.rl.sparse_scaling.apply_static_sparsity': ( 'rl/sparse_scaling.html#apply_static_sparsity',
                                                                                                   'icml25nb/rl/sparse_scaling.py'),
                                             'icml25nb.rl.sparse_scaling.dormant_ratio': ( 'rl/sparse_scaling.html#dormant_ratio',

@@ -202,3 +202,11 @@ def test_bad_input_is_refused_naming_the_argument():
                  dict(widths=[(), (0,)], seeds=[(), (-1,)], steps=[0]), name_in_message=False)
     with pytest.raises(ValueError, match="scale"):
         SS.experiment("huge")
+    with pytest.raises(ValueError, match="batch must have 4 columns"):
+        SS.dormant_ratio(net, np.ones((3, 5)))
+    with pytest.raises(TypeError, match="widths"):
+        SS.scaling_curve("PointMass", 64)
+    with pytest.raises(ValueError, match="batches: each target"):
+        SS.grad_interference(net, [(np.ones((3, 4)), np.ones((3, 2)))] * 2)
+    with pytest.raises(ValueError, match="num_envs"):
+        SS.scaling_curve("PointMass", (8,), steps=1, num_envs=0)
