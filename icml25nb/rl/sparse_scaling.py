@@ -240,7 +240,8 @@ def _digits(seed: int) -> tuple[np.ndarray, np.ndarray]:
 def probe_targets(X: np.ndarray, n_tasks: int, out_dim: int = 8, seed: int = 0, hidden: int = 64) -> list[np.ndarray]:
     """A sequence of regression targets on the same inputs, one per task: the outputs of a freshly drawn random
     two-layer tanh network f_k(x), standardised to unit variance per output. Like TD targets, the function to fit
-    changes while the inputs stay; each task is as hard as the last, so a rising loss is lost plasticity."""
+    changes while the inputs stay. The tasks differ in difficulty, so a loss that rises from task to task is not by
+    itself lost plasticity: `plasticity_probe(reference=True)` compares with a fresh network on the final task."""
     X = check_array("X", X, ndim=2, dtype=np.float64, min_size=1)
     n_tasks, out_dim = check_int("n_tasks", n_tasks, 1, 10_000), check_int("out_dim", out_dim, 1, 4096)
     hidden = check_int("hidden", hidden, 1, 1 << 16)
@@ -512,7 +513,8 @@ def _masked_nonzero(agent: SimBaSAC) -> int:
     return count
 
 
-AGENTS.setdefault("SimBaSAC", SimBaSAC)  # `load_agent` and `Agent.load` know the saved agents by this table
+if "SimBaSAC" not in AGENTS:  # `load_agent` and `Agent.load` know the saved agents by this table
+    AGENTS["SimBaSAC"] = SimBaSAC
 
 # %% ../../nbs/rl/03_sparse_scaling.ipynb #786add16
 SCALE_CONFIG = {
