@@ -9,9 +9,10 @@ import torch.nn.functional as F
 
 from icml25nb.graphs.autogfm import (DOMAIN_KINDS, OPS, ArchitecturePredictor, AutoGFM, GraphPatternEncoder,
                                      MixedGNNLayer, SuperNet, best_fixed_operator, curriculum_loss, curriculum_weight,
-                                     disentangled_contrastive_loss, family_means, graph_accuracy, invariance_loss,
-                                     make_domains, make_graph_domain, noi_subgraph, one_hot_alphas, split_nodes,
-                                     train_autogfm, train_fixed, train_shared_search)
+                                     disentangled_contrastive_loss, experiment, family_means, graph_accuracy,
+                                     inconsistency_gap, invariance_loss, make_domains, make_graph_domain, noi_subgraph,
+                                     one_hot_alphas, split_nodes, top_operator, train_autogfm, train_fixed,
+                                     train_shared_search, train_uniform, train_with_mixture)
 
 
 def _tiny():
@@ -166,3 +167,45 @@ def test_bad_input_names_the_argument():
         GraphPatternEncoder(hidden=0)
     with pytest.raises(ValueError, match="scale"):
         make_domains("huge", 0)
+
+
+def test_one_architecture_ablation_shares_its_mixture_and_still_trains():
+    graphs, tasks = _tiny()
+    m = train_autogfm(graphs, tasks, steps=30, seed=1, customise=False)
+    archs = torch.stack([m.architecture(g) for g in graphs])
+    torch.testing.assert_close(archs, archs[:1].expand_as(archs))  # one architecture for every graph
+    assert not torch.allclose(archs[0], torch.full_like(archs[0], 0.2), atol=1e-3)  # and it was learned
+    assert m.history["task"][-1] < m.history["task"][0]
+
+
+def test_uniform_and_fixed_are_mixtures():
+    graphs, tasks = _tiny()
+    f1 = train_fixed(graphs, tasks, "sage", steps=3, seed=2)
+    f2 = train_with_mixture(graphs, tasks, one_hot_alphas("sage"), steps=3, seed=2)
+    for a, b in zip(f1.parameters(), f2.parameters()):
+        assert torch.equal(a, b)
+    u = train_uniform(graphs, tasks, steps=3, seed=2)
+    assert all(p.grad is not None for p in u.layers.parameters())  # every operator trains under the uniform mixture
+    assert any(p.grad is None or not p.grad.any() for n, p in f1.layers.named_parameters() if ".layers.0." in n)
+
+
+def test_top_operator_and_inconsistency_gap():
+    assert top_operator(torch.tensor([[0.0, 0.0, 0.0, 0.0, 1.0], [0.3, 0.0, 0.0, 0.0, 0.7]])) == "mlp"
+    test = {"h": {"gcn": 0.9, "sage": 0.88, "gin": 0.6}, "r": {"gcn": 0.5, "sage": 0.3, "gin": 0.95}}
+    assert inconsistency_gap(test, {"h": "gcn", "r": "gin"}, "h", "r") == pytest.approx(0.3)
+    assert inconsistency_gap(test, {"h": "gcn", "r": "gin"}, "r", "h") == pytest.approx(0.3)  # symmetric
+    assert inconsistency_gap(test, {"h": "gcn", "r": "gcn"}, "h", "r") == 0.0
+    assert inconsistency_gap(test, {"h": "sage", "r": "gin"}, "h", "r") == pytest.approx(0.28)
+
+
+def test_experiment_restores_thread_count(monkeypatch):
+    import icml25nb.graphs.autogfm as A
+    seen = []
+    monkeypatch.setattr(A, "_experiment", lambda cfg, scale, seed: seen.append(torch.get_num_threads()) or {})
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        experiment("fast", 0)
+        assert seen == [1] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
