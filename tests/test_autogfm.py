@@ -209,3 +209,20 @@ def test_experiment_restores_thread_count(monkeypatch):
         assert seen == [1] and torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_plots_headless_from_the_module_alone():
+    import subprocess
+    import sys
+    code = (
+        "import matplotlib; matplotlib.use('Agg'); import numpy as np\n"
+        "from icml25nb.graphs.autogfm import plots, OPS, DOMAIN_KINDS\n"
+        "ms = ['best_fixed', 'uniform', 'shared', 'autogfm', 'no_curriculum', 'balanced', 'one_architecture', 'oracle_per_domain']\n"
+        "r = dict(ops=list(OPS), domains=list(DOMAIN_KINDS),\n"
+        "         per_domain={d: dict(best='gcn', test={o: 0.5 for o in OPS}) for d in DOMAIN_KINDS},\n"
+        "         acc={m: {d: 0.6 for d in DOMAIN_KINDS} for m in ms}, mean={m: 0.6 for m in ms},\n"
+        "         shared_alpha=np.full((2, 5), 0.2),\n"
+        "         alphas={n: {d: np.full((2, 5), 0.2) for d in DOMAIN_KINDS} for n in ('autogfm', 'no_curriculum')})\n"
+        "figs = plots(r); assert list(figs) == ['autogfm'] and len(figs['autogfm'].axes) == 4\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]

@@ -656,6 +656,7 @@ def _experiment(cfg: dict, scale: str, seed: int) -> dict:
 # %% ../../nbs/graphs/02_autogfm.ipynb #58da8d91
 def plots(result: dict) -> dict:
     "Fixed operators per domain (the inconsistency), accuracies by method, and the predicted architectures."
+    import matplotlib.pyplot as plt
     ops, doms = result["ops"], result["domains"]
     short = [d.replace("_sbm", "").replace("_structural", "").replace("_only", "") for d in doms]
     fig, axes = plt.subplots(1, 3, figsize=(18, 4.2))
