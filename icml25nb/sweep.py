@@ -5,12 +5,14 @@
 # %% ../nbs/03_sweep.ipynb #5fe9ed90
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -27,8 +29,9 @@ from .registration import (AWAITING_REGISTRATION, load_registration, registratio
                                    sweep_provenance, write_json_atomic)
 
 # %% auto #0
-__all__ = ['ENGINES', 'MAX_SEEDS', 'SINGLE_THREAD_ENV', 'parse_seeds', 'code_version', 'single_thread', 'run_seed',
-           'sweep_record', 'check_record', 'runs_from_record', 'sweep_output', 'sweep', 'sweep_table', 'sweep_problems',
+__all__ = ['ENGINES', 'MAX_SEEDS', 'SINGLE_THREAD_ENV', 'RUN_IDENTITY', 'RAY_HELP', 'parse_seeds', 'code_version',
+           'single_thread', 'worker_identity', 'run_seed', 'sweep_record', 'check_record', 'runs_from_record',
+           'ray_connect_error', 'sweep_output', 'CodeVersionMismatch', 'sweep', 'sweep_table', 'sweep_problems',
            'check_against_sweep', 'strip_plot', 'chapter_status', 'status_cells', 'book_headline']
 
 # %% ../nbs/03_sweep.ipynb #4a92368d
@@ -112,8 +115,23 @@ def _worker_init() -> None:
     os.environ.update(SINGLE_THREAD_ENV)
     single_thread()
 
+def worker_identity() -> dict:
+    """Where a seed runs: {'host': the host name, 'node': the Ray node id inside a Ray task (else the host name),
+    'code': `code_version()` of the icml25nb this process imported (commit and dirty flag in a checkout)}."""
+    import socket
+    host, node = socket.gethostname(), None
+    if "ray" in sys.modules:
+        try:
+            import ray
+            if ray.is_initialized():
+                node = ray.get_runtime_context().get_node_id()
+        except Exception:  # noqa: BLE001 - outside a Ray task there is no node id
+            node = None
+    return {"host": host, "node": node or host, "code": code_version()}
+
 def run_seed(slug: str, scale: str, seed: int) -> dict:
-    "Run one seed of chapter `slug`: {'seed', 'wall_s', 'rows'} or, if it crashed, {'seed', 'wall_s', 'error'}."
+    """Run one seed of chapter `slug`: {'seed', 'wall_s', 'rows'} or, if it crashed, {'seed', 'wall_s', 'error'}; both
+    with `worker_identity()` (host, node, code)."""
     t0 = time.perf_counter()
     try:
         chapter = get_chapter(slug)
@@ -121,21 +139,24 @@ def run_seed(slug: str, scale: str, seed: int) -> dict:
         _, rows = run_chapter(chapter, scale=scale, seed=seed)
         # to_jsonable keeps infinities as "inf" (a run that blew up), NaN as null (not measured)
         return {"seed": seed, "wall_s": round(time.perf_counter() - t0, 3),
-                "rows": to_jsonable([r.to_dict() for r in rows])}
+                "rows": to_jsonable([r.to_dict() for r in rows]), **worker_identity()}
     except Exception as e:  # recorded, and the sweep goes on
         tb = traceback.format_exc().strip().splitlines()[-6:]
         return {"seed": seed, "wall_s": round(time.perf_counter() - t0, 3), "error": f"{type(e).__name__}: {e}",
-                "traceback": tb}
+                "traceback": tb, **worker_identity()}
 
 # %% ../nbs/03_sweep.ipynb #417e86b0
 def _nan(v) -> float:
     "A stored measured value back to a float (null is NaN, 'inf' and '-inf' are infinities)."
     return _value(v)
 
+RUN_IDENTITY: tuple[str, ...] = ("host", "node", "code")  # kept per seed in a sweep record's `runs`
+
 def sweep_record(chapter: Chapter, scale: str, runs: dict[int, dict], version: str | None = None,
                  provenance: dict | None = None) -> dict:
     """The sweep file's content from {seed: run_seed output} (crashed seeds go to `errors`); `provenance` (see
-    `registration.sweep_provenance`) records the commit, whether the tree was dirty, the spec hash and registration."""
+    `registration.sweep_provenance`) records the commit, whether the tree was dirty, the spec hash and registration;
+    `runs` keeps, per seed, the host and node it ran on and its code version (records made before had none)."""
     seeds = sorted(s for s, r in runs.items() if "rows" in r)
     claims = {}
     for c in chapter.claims:
@@ -170,6 +191,8 @@ def sweep_record(chapter: Chapter, scale: str, runs: dict[int, dict], version: s
         "notebook": chapter.notebook, "scale": scale, "seeds": seeds, "version": version or code_version(),
         **(provenance or {}),
         "wall_s": [runs[s]["wall_s"] for s in seeds],
+        "runs": {str(s): {k: runs[s][k] for k in RUN_IDENTITY if k in runs[s]} for s in seeds
+                 if any(k in runs[s] for k in RUN_IDENTITY)},
         "errors": {str(s): r["error"] for s, r in sorted(runs.items()) if "error" in r},
         "claims": claims})
 
@@ -193,6 +216,8 @@ def check_record(record: Any, name: str = "record") -> dict:
     for key, typ in (("seeds", list), ("claims", dict), ("errors", dict), ("wall_s", list)):
         if not isinstance(record.get(key), typ):
             bad(f"{key!r} is missing or not a {typ.__name__}")
+    if not isinstance(record.get("runs", {}), dict) or not all(isinstance(v, dict) for v in record.get("runs", {}).values()):
+        bad("'runs' must map seeds to {host, node, code}")
     n = len(record["seeds"])
     if len(record["wall_s"]) != n:
         bad(f"'wall_s' has {len(record['wall_s'])} entries for {n} seeds")
@@ -232,7 +257,9 @@ def runs_from_record(record: dict) -> dict[int, dict]:
             if rec["kind"] == "paper":
                 row.update(control_passed=cpassed[i], control_measured=rec["control"][i])
             rows.append(row)
-        runs[s] = {"seed": s, "wall_s": record["wall_s"][i], "rows": rows}
+        ident = record.get("runs", {}).get(str(s), {})
+        runs[s] = {"seed": s, "wall_s": record["wall_s"][i], "rows": rows,
+                   **{k: ident[k] for k in RUN_IDENTITY if k in ident}}
     return runs
 
 # %% ../nbs/03_sweep.ipynb #216deff7
@@ -276,6 +303,41 @@ def _check_ray_address(address: str, timeout: float = 5.0) -> None:
         raise ValueError(f"address {address!r}: no Ray cluster answers there ({e.strerror or e})") from None
 
 
+RAY_HELP = "README, 'Sweeps on a Ray cluster'"
+
+def ray_connect_error(address: str | None, error: BaseException, log: str = "") -> str:
+    """The one line `sweep` shows when Ray cannot start or join a cluster, naming the fix; `log` is what Ray's C++ core
+    wrote to stderr meanwhile (where it says that the token was refused)."""
+    text = " ".join(f"{type(error).__name__}: {error}".split())
+    where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
+    token = ("set RAY_AUTH_MODE=token and the cluster's token (RAY_AUTH_TOKEN, or RAY_AUTH_TOKEN_PATH, or "
+             "~/.ray/auth_token as the head's `ray start` wrote it) in this shell, as on every node")
+    said = (text + " " + log).lower()
+    if any(w in said for w in ("invalidauthtoken", "unauthenticated", "authentication")):
+        return f"engine 'ray': {where} refused this driver's authentication token: {token} ({RAY_HELP})"
+    if address and os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+        return (f"engine 'ray': could not join {where} ({text[:120]}); if it uses token authentication (a head "
+                f"started with `ray start --head` does), {token}; else check the address and `ray status` ({RAY_HELP})")
+    return (f"engine 'ray': could not start or join {where} ({text[:160]}); check the address, and that `ray status` "
+            f"works from this shell ({RAY_HELP})")
+
+@contextlib.contextmanager
+def _stderr_captured():
+    "What this process writes to stderr meanwhile, C++ libraries included (file descriptor 2), in `box['text']`."
+    box = {"text": ""}
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield box
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            box["text"] = tmp.read().decode(errors="replace")
+
 def _run_ray(slug: str, scale: str, seeds: list[int], workers: int | None, address: str | None, done) -> None:
     "Seeds as Ray tasks of 1 CPU each: a local cluster of `workers` CPUs, or the cluster at `address`."
     try:
@@ -286,8 +348,21 @@ def _run_ray(slug: str, scale: str, seeds: list[int], workers: int | None, addre
     if started:
         # a local cluster: its agents may take longer than Ray's 15 s to start on a loaded 2-core machine
         kw = {} if address else {"num_cpus": workers, "_system_config": {"agent_register_timeout_ms": 120_000}}
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False,
-                 runtime_env={"env_vars": dict(SINGLE_THREAD_ENV)}, **kw)
+        # joining a cluster, Ray's core retries for 20 s, printing a warning a second; held back, and shown only if
+        # the connection works (a local cluster's processes inherit stderr, so it is left alone)
+        error, log = None, {"text": ""}
+        with (_stderr_captured() if address else contextlib.nullcontext(log)) as log:
+            try:
+                ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                         runtime_env={"env_vars": dict(SINGLE_THREAD_ENV)}, **kw)
+            except Exception as e:  # noqa: BLE001 - Ray raises many kinds (ConnectionError, AuthenticationError, ...)
+                error = e
+        if error is not None:
+            if ray.is_initialized():
+                ray.shutdown()
+            raise ValueError(ray_connect_error(address, error, log["text"])) from None
+        if log["text"].strip():
+            sys.stderr.write(log["text"])
     task = ray.remote(num_cpus=1, max_retries=0)(run_seed)
     pending = {task.remote(slug, scale, s): s for s in seeds}
     try:
@@ -299,9 +374,12 @@ def _run_ray(slug: str, scale: str, seeds: list[int], workers: int | None, addre
             except Exception as e:  # a worker that died, or a task Ray could not run
                 run = {"seed": seed, "wall_s": float("nan"), "error": f"{type(e).__name__}: {e}".splitlines()[0]}
             done(run)
-    except KeyboardInterrupt:
+    except BaseException:  # Ctrl-C, or a seed refused (another code version): the queued seeds are not run
         for ref in pending:
-            ray.cancel(ref, force=True)
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001 - a task that already finished
+                pass
         raise
     finally:
         if started:
@@ -384,6 +462,9 @@ def _merge_runs(stored: dict[int, dict], ours: dict[int, dict]) -> dict[int, dic
             merged[s] = run
     return merged
 
+class CodeVersionMismatch(ValueError):
+    "A seed ran with another version of the book than the sweep (a Ray node with another checkout or install)."
+
 def sweep(chapter: Chapter | str, seeds: str | Sequence[int] = "0-15", scale: str = "fast", engine: str = "local",
           address: str | None = None, workers: int | None = None, out: str | Path | None = None,
           resume: bool = True, root: str | Path | None = None) -> dict:
@@ -395,7 +476,9 @@ def sweep(chapter: Chapter | str, seeds: str | Sequence[int] = "0-15", scale: st
     claims spec and commit) are skipped unless `resume=False` (then the seeds asked for run again). The file is
     rewritten after every seed, under a lock and merged with what it holds, so that sweeps of other seeds into the
     same file at the same time (two terminals, two machines on one file system) keep every seed; a file that cannot
-    be read is refused, naming it, unless `resume=False`, which overwrites it."""
+    be read is refused, naming it, unless `resume=False`, which overwrites it. Every seed records the host and node
+    it ran on and its code version; a seed that ran another code version than this process's (`code_version()`) stops
+    the sweep with `CodeVersionMismatch`, naming the node."""
     chapter = get_chapter(chapter) if isinstance(chapter, str) else chapter
     check_scale(scale)
     seeds = parse_seeds(seeds)
@@ -425,6 +508,7 @@ def sweep(chapter: Chapter | str, seeds: str | Sequence[int] = "0-15", scale: st
                              f"{path.relative_to(root)}: " + "; ".join(problems)
                              + " (an exploratory sweep can go elsewhere: --out DIR)")
     provenance = sweep_provenance(chapter, root)
+    expected = code_version()  # every seed must have run this code (a Ray node with another install would not)
     runs: dict[int, dict] = {}
     if resume:  # seeds done before (crashed ones run again); a file that cannot be read stops the sweep here
         runs = {s: r for s, r in _stored_runs(path, chapter, scale, provenance, strict=True).items() if "rows" in r}
@@ -443,6 +527,11 @@ def sweep(chapter: Chapter | str, seeds: str | Sequence[int] = "0-15", scale: st
         return record
 
     def done(run: dict) -> None:
+        if run.get("code", expected) != expected:
+            raise CodeVersionMismatch(
+                f"sweep {chapter.slug}: seed {run['seed']} ran on node {run.get('node')} (host {run.get('host')}) with "
+                f"icml25nb {run['code']}, but this sweep runs {expected}: every node must run the same commit with a "
+                f"clean tree ({RAY_HELP}); that seed was not written, and the seeds still queued were not run")
         runs[run["seed"]] = run
         if "error" in run:
             failed.append(run["seed"])

@@ -351,3 +351,33 @@ def test_readme_headline_is_the_books():
     readme = (ROOT / "README.md").read_text()
     head = book_headline([chapter_status(c) for c in BOOK])
     assert f"**Book-wide, from the committed sweeps:** {head}." in readme
+
+
+def test_each_seed_records_where_it_ran_and_another_code_version_is_refused(toy, monkeypatch, tmp_path):
+    import icml25nb.sweep as S
+    ch, repo = toy
+    register_claims(ch, root=repo, engine="serial")
+    _commit(repo, "register toy")
+    here = {"host": "here", "node": "node-a", "code": S.code_version()}
+    monkeypatch.setattr(S, "worker_identity", lambda: dict(here))
+    rec = sweep(ch, "0-1", engine="serial", root=repo, out=tmp_path / "same")
+    assert rec["runs"] == {"0": here, "1": here}
+    again = sweep(ch, "0-2", engine="serial", root=repo, out=tmp_path / "same")  # seeds 0-1 resumed from the file
+    assert again["runs"] == {"0": here, "1": here, "2": here}
+    monkeypatch.setattr(S, "worker_identity", lambda: {"host": "elsewhere", "node": "node-b", "code": "0.0.1+gdeadbeef00"})
+    with pytest.raises(S.CodeVersionMismatch, match=r"seed 0 ran on node node-b \(host elsewhere\) with icml25nb "
+                                                     r"0\.0\.1\+gdeadbeef00, but this sweep runs"):
+        sweep(ch, "0-2", engine="serial", root=repo, out=tmp_path / "other")
+    assert not list((tmp_path / "other").glob("*.sweep.json"))  # the refused seed was not written
+
+
+def test_ray_connection_failures_name_the_fix(monkeypatch):
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    from icml25nb.sweep import ray_connect_error
+    log = "gcs_client.cc:210: Failed to get cluster ID from GCS server: Unauthenticated: RPC error: InvalidAuthToken"
+    msg = ray_connect_error("10.0.0.1:6379", ConnectionError("Failed to connect to Ray cluster at 10.0.0.1:6379"), log)
+    assert "refused this driver's authentication token" in msg and "RAY_AUTH_MODE=token" in msg and "\n" not in msg
+    msg = ray_connect_error("10.0.0.1:6379", ConnectionError("Failed to connect"), "")
+    assert "could not join the Ray cluster at 10.0.0.1:6379" in msg and "if it uses token authentication" in msg
+    msg = ray_connect_error(None, RuntimeError("raylet died"), "")
+    assert "a local Ray cluster" in msg and "RuntimeError: raylet died" in msg and "token" not in msg

@@ -1,25 +1,73 @@
-"""`icml25nb sweep` on a real chapter: a 2-seed sweep with the local engine and one on a local Ray cluster
-(2 CPUs) write identical verdicts and values; resuming runs nothing; the CLI prints rates and `--check` compares
-seed 0 with the committed file. The swept chapter (tests/test_chapters.py: SWEPT) gets its seed-1 contract check
-here, from the sweep records."""
+"""`icml25nb sweep` on a real chapter: a 2-seed sweep with the local engine and one on a two-node Ray cluster started
+here (a head and a worker, one CPU each, token authentication on, joined through `--address` from the command line,
+as a user would) write identical verdicts and values, and each seed records the node it ran on; a driver without the
+token gets one line naming the fix; resuming runs nothing; the CLI prints rates and `--check` compares seed 0 with the
+committed file. Where Ray cannot start a cluster here, the Ray records come from a local Ray cluster in this process
+and the two-node tests are skipped, saying why. The swept chapter (tests/test_chapters.py: SWEPT) gets its seed-1
+contract check here, from the sweep records."""
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from icml25nb.core import get_chapter
-from icml25nb.sweep import sweep, sweep_problems
+from icml25nb.sweep import code_version, sweep, sweep_problems
 
+from raycluster import two_node_cluster
 from test_chapters import SWEPT
 
 
+_CLI = "import sys; from icml25nb.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
 @pytest.fixture(scope="module")
-def records(tmp_path_factory):
+def cluster(tmp_path_factory):
+    "A two-node Ray cluster (head + worker, 1 CPU each, token authentication), or the reason it could not start."
+    with two_node_cluster(tmp_path_factory.mktemp("ray")) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory, cluster):
     out = tmp_path_factory.mktemp("sweeps")
     local = sweep(SWEPT, "1-2", engine="local", workers=2, out=out / "local")
-    ray = sweep(SWEPT, "1-2", engine="ray", workers=2, out=out / "ray")
+    if cluster.address:  # the user's way: the CLI, with the token in its environment, joins the cluster
+        run = subprocess.run([sys.executable, "-c", _CLI, "sweep", SWEPT, "--seeds", "1-2", "--engine", "ray",
+                              "--address", cluster.address, "--out", str(out / "ray")], env=cluster.env,
+                             capture_output=True, text=True, timeout=900)
+        assert run.returncode == 0, run.stderr[-3000:]
+        path = next((out / "ray").glob("*.sweep.json"))
+        ray = dict(json.loads(path.read_text()), path=str(path))
+    else:
+        ray = sweep(SWEPT, "1-2", engine="ray", workers=2, out=out / "ray")
     return local, ray, out
+
+
+def test_two_node_cluster_ran_seeds_on_both_nodes(records, cluster):
+    if not cluster.address:
+        pytest.skip(f"no two-node Ray cluster here: {cluster.reason}")
+    local, ray, _ = records
+    runs = ray["runs"]
+    assert sorted(runs) == ["1", "2"]
+    assert {r["node"] for r in runs.values()} == set(cluster.nodes)  # one seed on each node (1 CPU each)
+    assert all(r["code"] == code_version() for r in runs.values())  # the same code on both nodes as here
+    assert all(r["code"] == code_version() and r["node"] == r["host"] for r in local["runs"].values())
+
+
+def test_a_driver_without_the_token_gets_one_line(cluster, tmp_path):
+    if not cluster.address:
+        pytest.skip(f"no two-node Ray cluster here: {cluster.reason}")
+    env = {k: v for k, v in cluster.env.items() if not k.startswith("RAY_AUTH")}
+    run = subprocess.run([sys.executable, "-c", _CLI, "sweep", SWEPT, "--seeds", "1", "--engine", "ray",
+                          "--address", cluster.address, "--out", str(tmp_path)], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode != 0
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "RAY_AUTH_MODE=token" in lines[0] and "refused" in lines[0], run.stderr[-2000:]
+    assert not list(tmp_path.glob("*.sweep.json"))  # nothing was written
 
 
 def test_local_and_ray_engines_agree(records):
