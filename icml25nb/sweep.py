@@ -527,11 +527,12 @@ def sweep(chapter: Chapter | str, seeds: str | Sequence[int] = "0-15", scale: st
         return record
 
     def done(run: dict) -> None:
-        if run.get("code", expected) != expected:
+        if run.get("code") != expected:  # a run without a code version came from an icml25nb older than this check
             raise CodeVersionMismatch(
-                f"sweep {chapter.slug}: seed {run['seed']} ran on node {run.get('node')} (host {run.get('host')}) with "
-                f"icml25nb {run['code']}, but this sweep runs {expected}: every node must run the same commit with a "
-                f"clean tree ({RAY_HELP}); that seed was not written, and the seeds still queued were not run")
+                f"sweep {chapter.slug}: seed {run['seed']} ran on node {run.get('node', 'unknown')} (host "
+                f"{run.get('host', 'unknown')}) with icml25nb {run.get('code', 'of unknown version (from before seeds recorded one)')}"
+                f", but this sweep runs {expected}: every node must run the same commit with a clean tree ({RAY_HELP}); "
+                "that seed was not written, and the seeds still queued were not run")
         runs[run["seed"]] = run
         if "error" in run:
             failed.append(run["seed"])

@@ -381,3 +381,14 @@ def test_ray_connection_failures_name_the_fix(monkeypatch):
     assert "could not join the Ray cluster at 10.0.0.1:6379" in msg and "if it uses token authentication" in msg
     msg = ray_connect_error(None, RuntimeError("raylet died"), "")
     assert "a local Ray cluster" in msg and "RuntimeError: raylet died" in msg and "token" not in msg
+
+
+def test_a_seed_without_a_code_version_is_refused(toy, monkeypatch, tmp_path):
+    "A worker with an icml25nb from before per-seed versions returns runs without 'code': refused, not merged."
+    import icml25nb.sweep as S
+    ch, repo = toy
+    register_claims(ch, root=repo, engine="serial")
+    _commit(repo, "register toy")
+    monkeypatch.setattr(S, "worker_identity", lambda: {})
+    with pytest.raises(S.CodeVersionMismatch, match="of unknown version"):
+        sweep(ch, "0", engine="serial", root=repo, out=tmp_path)
