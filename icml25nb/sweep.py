@@ -310,14 +310,14 @@ def ray_connect_error(address: str | None, error: BaseException, log: str = "") 
     wrote to stderr meanwhile (where it says that the token was refused)."""
     text = " ".join(f"{type(error).__name__}: {error}".split())
     where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
-    token = ("set RAY_AUTH_MODE=token and the cluster's token (RAY_AUTH_TOKEN, or RAY_AUTH_TOKEN_PATH, or "
-             "~/.ray/auth_token as the head's `ray start` wrote it) in this shell, as on every node")
+    token = ("set RAY_AUTH_MODE=token and the cluster's token (RAY_AUTH_TOKEN, or RAY_AUTH_TOKEN_PATH, or the file "
+             "~/.ray/auth_token that `ray get-auth-token --generate` wrote on the head) in this shell, as on every node")
     said = (text + " " + log).lower()
     if any(w in said for w in ("invalidauthtoken", "unauthenticated", "authentication")):
         return f"engine 'ray': {where} refused this driver's authentication token: {token} ({RAY_HELP})"
     if address and os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
         return (f"engine 'ray': could not join {where} ({text[:120]}); if it uses token authentication (a head "
-                f"started with `ray start --head` does), {token}; else check the address and `ray status` ({RAY_HELP})")
+                f"started where a token exists does), {token}; else check the address and `ray status` ({RAY_HELP})")
     return (f"engine 'ray': could not start or join {where} ({text[:160]}); check the address, and that `ray status` "
             f"works from this shell ({RAY_HELP})")
 
@@ -349,21 +349,36 @@ def _run_ray(slug: str, scale: str, seeds: list[int], workers: int | None, addre
         # a local cluster: its agents may take longer than Ray's 15 s to start on a loaded 2-core machine
         kw = {} if address else {"num_cpus": workers, "_system_config": {"agent_register_timeout_ms": 120_000}}
         # joining a cluster, Ray's core retries for 20 s, printing a warning a second; held back, and shown only if
-        # the connection works (a local cluster's processes inherit stderr, so it is left alone)
+        # the connection works (the processes of a cluster started here inherit stderr, so then it is left alone)
         error, log = None, {"text": ""}
-        with (_stderr_captured() if address else contextlib.nullcontext(log)) as log:
+        joining = address not in (None, "local")
+        with (_stderr_captured() if joining else contextlib.nullcontext(log)) as log:
             try:
                 ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False,
                          runtime_env={"env_vars": dict(SINGLE_THREAD_ENV)}, **kw)
-            except Exception as e:  # noqa: BLE001 - Ray raises many kinds (ConnectionError, AuthenticationError, ...)
+            except BaseException as e:  # noqa: BLE001 - Ray raises many kinds; Ctrl-C must not leave it half started
                 error = e
         if error is not None:
             if ray.is_initialized():
                 ray.shutdown()
+            if not isinstance(error, Exception):
+                raise error
             raise ValueError(ray_connect_error(address, error, log["text"])) from None
         if log["text"].strip():
             sys.stderr.write(log["text"])
-    task = ray.remote(num_cpus=1, max_retries=0)(run_seed)
+    def seed_task(slug: str, scale: str, seed: int) -> dict:
+        # defined here, so Ray ships this function itself to the worker: it names its node even where the worker's own
+        # icml25nb is another version (too old to record one) or missing
+        import socket
+        import ray
+        node = {"host": socket.gethostname(), "node": ray.get_runtime_context().get_node_id()}
+        try:
+            from icml25nb.sweep import run_seed as run
+        except Exception as e:  # noqa: BLE001 - no icml25nb on that node
+            return {"seed": seed, "wall_s": float("nan"), "error": f"{type(e).__name__}: {e}", **node}
+        return {**node, **run(slug, scale, seed)}
+
+    task = ray.remote(num_cpus=1, max_retries=0)(seed_task)
     pending = {task.remote(slug, scale, s): s for s in seeds}
     try:
         while pending:
@@ -527,12 +542,16 @@ def sweep(chapter: Chapter | str, seeds: str | Sequence[int] = "0-15", scale: st
         return record
 
     def done(run: dict) -> None:
-        if run.get("code") != expected:  # a run without a code version came from an icml25nb older than this check
+        # a seed that ran (or crashed) with another code version; one that ran without a code version came from an
+        # icml25nb older than this check; a crash the engine records itself (a worker that died) has none and is kept
+        if ("rows" in run or "code" in run) and run.get("code") != expected:
             raise CodeVersionMismatch(
                 f"sweep {chapter.slug}: seed {run['seed']} ran on node {run.get('node', 'unknown')} (host "
                 f"{run.get('host', 'unknown')}) with icml25nb {run.get('code', 'of unknown version (from before seeds recorded one)')}"
-                f", but this sweep runs {expected}: every node must run the same commit with a clean tree ({RAY_HELP}); "
-                "that seed was not written, and the seeds still queued were not run")
+                f", but this sweep runs {expected}: every node must run the same commit with a clean tree, and the "
+                f"library must not change while the seeds run ({RAY_HELP}); "
+                "that seed was not written, and the seeds still queued were not run"
+                + (f" (it failed there: {_one_line(run['error'], 120)})" if "error" in run else ""))
         runs[run["seed"]] = run
         if "error" in run:
             failed.append(run["seed"])

@@ -59,13 +59,14 @@ print(json.dumps(alive))
 
 
 def _stop(procs: list) -> None:
-    "SIGTERM to each process group started here, then SIGKILL to whatever is left after 15 s."
+    """SIGTERM to each process group started here (`ray start --block` and the raylet, GCS and helpers it spawned),
+    then SIGKILL to whatever is left after 5 s; Ray's task workers, in groups of their own, exit with their raylet."""
     for p in procs:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(p.pid, signal.SIGTERM)
     for p in procs:
         try:
-            p.wait(15)
+            p.wait(5)
         except subprocess.TimeoutExpired:
             pass
         with contextlib.suppress(ProcessLookupError):
@@ -88,16 +89,17 @@ def two_node_cluster(log_dir: Path, timeout: float = 180.0):
             env = dict(os.environ, **SINGLE_THREAD_ENV, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16),
                        RAY_USAGE_STATS_ENABLED="0")
             common = ["--num-cpus=1", "--block", "--node-ip-address=127.0.0.1"]
-            head = subprocess.Popen([str(ray_cli), "start", "--head", f"--port={port}", f"--temp-dir={tmp}",
-                                     "--include-dashboard=false", *common], env=env, start_new_session=True,
-                                    stdout=open(log_dir / "head.log", "w"), stderr=subprocess.STDOUT)
+            with open(log_dir / "head.log", "w") as log:
+                head = subprocess.Popen([str(ray_cli), "start", "--head", f"--port={port}", f"--temp-dir={tmp}",
+                                         "--include-dashboard=false", *common], env=env, start_new_session=True,
+                                        stdout=log, stderr=subprocess.STDOUT)
             procs.append(head)
             if not _wait_for_port(port, head, timeout):
                 cluster.reason = f"`ray start --head` did not listen within {timeout:.0f} s (see {log_dir / 'head.log'})"
             else:
-                procs.append(subprocess.Popen([str(ray_cli), "start", f"--address=127.0.0.1:{port}", *common], env=env,
-                                              start_new_session=True, stdout=open(log_dir / "worker.log", "w"),
-                                              stderr=subprocess.STDOUT))
+                with open(log_dir / "worker.log", "w") as log:
+                    procs.append(subprocess.Popen([str(ray_cli), "start", f"--address=127.0.0.1:{port}", *common],
+                                                  env=env, start_new_session=True, stdout=log, stderr=subprocess.STDOUT))
                 out = subprocess.run([sys.executable, "-c", _NODES, f"127.0.0.1:{port}", str(timeout)], env=env,
                                      capture_output=True, text=True, timeout=timeout + 120)
                 nodes = json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 and out.stdout.strip() else []

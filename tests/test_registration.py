@@ -392,3 +392,17 @@ def test_a_seed_without_a_code_version_is_refused(toy, monkeypatch, tmp_path):
     monkeypatch.setattr(S, "worker_identity", lambda: {})
     with pytest.raises(S.CodeVersionMismatch, match="of unknown version"):
         sweep(ch, "0", engine="serial", root=repo, out=tmp_path)
+
+
+def test_a_worker_that_died_is_recorded_and_the_sweep_goes_on(toy, monkeypatch, tmp_path):
+    "A crash the engine records itself (a dead worker: no code version, no rows) is an error, not a version mismatch."
+    import icml25nb.sweep as S
+    ch, repo = toy
+    register_claims(ch, root=repo, engine="serial")
+    _commit(repo, "register toy")
+    real = S.run_seed
+    monkeypatch.setattr(S, "run_seed", lambda slug, scale, seed: {"seed": seed, "wall_s": float("nan"),
+                                                                  "error": "worker died: killed"}
+                        if seed == 1 else real(slug, scale, seed))
+    rec = sweep(ch, "0-2", engine="serial", root=repo, out=tmp_path)
+    assert rec["seeds"] == [0, 2] and rec["errors"] == {"1": "worker died: killed"}
