@@ -25,6 +25,7 @@ One module per loop. Each has a NumPy reference, an `@njit` CPU kernel and a
 - `tanimoto`: Tanimoto similarity between bit-packed molecular fingerprints (one-vs-many and all pairs).
 - `springs`: many undamped spring systems integrated at once by velocity Verlet (the PCL chapter's data).
 - `softvi`: soft (maximum-entropy) value iteration, log-sum-exp over actions, on a deterministic tabular MDP.
+- `kcenter`: k-center greedy (farthest-point) selection, the distance updates of the subset chapter's baseline.
 - `gridstep`: one step of many cooperative grid environments (the O-MAPL chapter's multi-agent task).
 """
 
