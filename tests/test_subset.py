@@ -125,6 +125,13 @@ def test_baselines_are_the_authors_rules(fine):
     assert d[kept].min() > np.sort(d)[0] and d[kept].max() < np.sort(d)[-1]
 
 
+def test_extract_features_takes_one_name_or_several(fine):
+    task, feats = fine
+    one = S.extract_features(task["images_train"], "pca")
+    assert len(one) == 1 and np.allclose(one[0], feats[1])
+    assert [F.shape[1] for F in S.extract_features(task["images_train"][:7], ["hog", "random_conv"])] == [324, 144]
+
+
 def test_evaluate_subset_models(fine):
     task, _ = fine
     X, y, Xt, yt = task["X_train"], task["y_train"], task["X_test"], task["y_test"]
@@ -169,6 +176,14 @@ def test_bad_input_is_named(fine):
         (lambda: S.pca_features(task["images_train"], n_components=0), "n_components"),
         (lambda: S.draw_shapes(0), "n"),
         (lambda: S.experiment("huge"), "scale"),
+        (lambda: S.evaluate_subset(task["X_train"], y, [0, 1]), "X_test"),
+        (lambda: S.evaluate_subset(np.full_like(task["X_train"], np.nan), y, [0, 1], X_test=task["X_test"],
+                                   y_test=task["y_test"]), "X must be finite"),
+        (lambda: S.evaluate_subset("abc", y, [0, 1], X_test=task["X_test"], y_test=task["y_test"]), "X must be"),
+        (lambda: S.evaluate_subset(task["X_train"], y, [0, 1], X_test=task["X_test"][:, :5], y_test=task["y_test"]),
+         "X_test"),
+        (lambda: S.random_select(feats, y, 0.1), "y must be the labels"),
+        (lambda: S.extract_features(task["images_train"], "clip"), "names"),
     ]
     for fn, name in cases:
         with pytest.raises((ValueError, TypeError), match=name):

@@ -62,6 +62,7 @@ def load_digits_task(variant: str = "plain", seed: int = 0, test_fraction: float
 
 # %% ../../nbs/supervised/02_subset.ipynb #7a2adb92
 def _check_images(images) -> np.ndarray:
+    "The extractors take digits' format: grey 8 x 8 images with values in [0, 1], as an array (n, 8, 8)."
     if isinstance(images, (str, bytes)) or images is None:
         raise TypeError(f"images must be an array (n, 8, 8) with values in [0, 1], got {type(images).__name__}")
     a = np.asarray(images, dtype=np.float64)
@@ -198,7 +199,7 @@ FEATURE_EXTRACTORS = {"random_conv": random_conv_features, "pca": pca_features, 
 def extract_features(images, names=None, fit_images=None) -> list[np.ndarray]:
     """One feature matrix per extractor in `names` (default: all of `FEATURE_EXTRACTORS`, in order). `fit_images`:
     the unlabelled images an extractor may fit itself on (PCA); default `images`."""
-    names = list(FEATURE_EXTRACTORS) if names is None else list(names)
+    names = list(FEATURE_EXTRACTORS) if names is None else [names] if isinstance(names, str) else list(names)
     if not names:
         raise ValueError("names must name at least one extractor")
     for nm in names:
@@ -354,7 +355,10 @@ def concat_features(features_list) -> np.ndarray:
 
 
 def random_select(y, rate: float, seed: int = 0) -> np.ndarray:
-    "Class-balanced random selection: round(rate N_c) samples of each class, uniformly at random (sorted indices)."
+    """Class-balanced random selection: round(rate N_c) samples of each class, uniformly at random (sorted indices).
+    It uses no features, so it takes the labels first: `random_select(y, rate, seed)`."""
+    if isinstance(y, (list, tuple)) and len(y) and np.ndim(y[0]) == 2:
+        raise TypeError("y must be the labels: random_select(y, rate, seed) takes no features_list")
     y, rate, seed = _check_labels(y), _check_rate(rate), check_seed(seed)
     rng = np.random.default_rng([check_seed(seed), 13])
     keep = [rng.choice(np.flatnonzero(y == c), b, replace=False) for c, b in class_budgets(y, rate).items()]
@@ -380,7 +384,8 @@ def moderate_select(features_list, y, rate: float, seed: int = 0) -> np.ndarray:
     """Moderate coreset (Moderate-DS, Xia et al. 2023, the paper's baseline as the authors' code runs it): per class,
     the distance of each sample to the coordinate-wise median of its class in `concat_features` space; keep the
     round(rate N_c) samples in the middle of the sorted distances. (The authors' code takes int(rate N_c); here the
-    budget is the same as every other rule's.)"""
+    budget is the same as every other rule's.) The rule is deterministic: `seed` is accepted for a signature like the
+    other rules' and not used."""
     feats, y, rate = _check_selection(features_list, y, rate)
     Z = concat_features(feats) if len(feats) > 1 else feats[0]
     keep = []
@@ -393,8 +398,27 @@ def moderate_select(features_list, y, rate: float, seed: int = 0) -> np.ndarray:
     return np.sort(np.concatenate(keep)).astype(np.int64)
 
 # %% ../../nbs/supervised/02_subset.ipynb #3c6ff18d
-def evaluate_subset(X, y, idx, model="mlp", seed: int = 0, *, X_test, y_test) -> float:
-    """Test accuracy of a model trained from scratch on the subset `idx` of (X, y).
+def _check_xy(name, X, yname, y):
+    "A finite 2-D float array and a 1-D label array with one label per row, named in the errors."
+    if isinstance(X, (str, bytes)) or X is None:
+        raise TypeError(f"{name} must be a 2-D array of numbers (samples x features), got {type(X).__name__}")
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a 2-D array of numbers (samples x features)") from None
+    if isinstance(y, (str, bytes)) or y is None:
+        raise TypeError(f"{yname} must be a 1-D array of labels, got {type(y).__name__}")
+    y = np.asarray(y)
+    if X.ndim != 2 or y.ndim != 1 or len(X) != len(y) or len(y) == 0:
+        raise ValueError(f"{name} must be 2-D with one row per label in {yname}, got shapes {X.shape} and {y.shape}")
+    if not np.isfinite(X).all():
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return X, y
+
+
+def evaluate_subset(X, y, idx, model="mlp", seed: int = 0, *, X_test=None, y_test=None) -> float:
+    """Test accuracy of a model trained from scratch on the subset `idx` of (X, y), measured on the held-out
+    (`X_test`, `y_test`), which are required (keyword arguments).
 
     `model`: "mlp" (scikit-learn's MLPClassifier, one hidden layer of 128 ReLU units, L-BFGS, weight decay 1e-3: the
     stand-in for the paper's ResNet-18 trained from scratch), "logreg" (multinomial logistic regression), or any
@@ -403,13 +427,13 @@ def evaluate_subset(X, y, idx, model="mlp", seed: int = 0, *, X_test, y_test) ->
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
     from sklearn.neural_network import MLPClassifier
-    X, X_test = np.asarray(X, dtype=np.float64), np.asarray(X_test, dtype=np.float64)
-    y, y_test = np.asarray(y), np.asarray(y_test)
-    if X.ndim != 2 or len(X) != len(y):
-        raise ValueError(f"X must be 2-D with one row per label in y, got shapes {X.shape} and {y.shape}")
-    if X_test.ndim != 2 or X_test.shape[1] != X.shape[1] or len(X_test) != len(y_test) or len(y_test) == 0:
-        raise ValueError(f"X_test must be 2-D with X's {X.shape[1]} columns and one row per label in y_test, got "
-                         f"shapes {X_test.shape} and {y_test.shape}")
+    if X_test is None or y_test is None:
+        raise TypeError("X_test and y_test are required (keyword arguments): the accuracy is measured on a held-out "
+                        "set, e.g. load_digits_task(...)['X_test'] and ['y_test']")
+    X, y = _check_xy("X", X, "y", y)
+    X_test, y_test = _check_xy("X_test", X_test, "y_test", y_test)
+    if X_test.shape[1] != X.shape[1]:
+        raise ValueError(f"X_test must have X's {X.shape[1]} columns, got {X_test.shape[1]}")
     idx = np.asarray(idx)
     if idx.ndim != 1 or len(idx) == 0 or idx.dtype.kind not in "iu" or idx.min() < 0 or idx.max() >= len(y):
         raise ValueError(f"idx must be a non-empty 1-D array of row indices in [0, {len(y)})")
@@ -468,12 +492,22 @@ def _permutation_agrees(feats, y, rate, seed) -> bool:
     return bool(same and _rows(coarse, y, got) == _rows(coarse, y, ram_apl_select(coarse, y, rate, seed)))
 
 
+def _authors_ram(feats, y) -> np.ndarray:
+    "RAM as the authors' code ranks: a double `np.argsort` of the distances per class (equal distances by position)."
+    dists = _class_distances(feats, y)
+    out = np.empty(len(y))
+    for c in np.unique(y):
+        m = np.flatnonzero(y == c)
+        out[m] = np.mean([np.argsort(np.argsort(d[m])) for d in dists], axis=0) / len(m)
+    return out
+
+
 def _positional_differences(feats, y, rate) -> int:
-    """How many samples RAM-APL keeps or leaves differently from the authors' positional rule (their `np.argsort` of
-    the score per class, ties in dataset order) *without* being tied with the score at the cut: 0 when the two rules
-    differ only in how they order equal scores."""
+    """How many samples RAM-APL keeps or leaves differently from the authors' positional rule (their double-argsort
+    ranks and their `np.argsort` of the score per class, so equal values in the sort's order) *without* being tied
+    with the authors' score at the cut: 0 when the two rules differ only in how they order equal values."""
     w1, w2 = rate_weights(rate)
-    score = w1 * ram_scores(feats, y) + w2 * apl_scores(feats, y)
+    score = w1 * _authors_ram(feats, y) + w2 * apl_scores(feats, y)
     ours = ram_apl_select(feats, y, rate)
     bad = 0
     for c in np.unique(y):
