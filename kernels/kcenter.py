@@ -118,6 +118,21 @@ def kcenter_greedy(X, budget: int, first: int = 0) -> tuple[np.ndarray, np.ndarr
     return _finish(order, mins)
 
 
+@cuda.jit(device=True)
+def _tree_argmax(sval, sidx, t):
+    "Shared-memory tree reduction of (value, index) pairs into slot 0: the largest value, the smallest index on ties."
+    cuda.syncthreads()
+    s = cuda.blockDim.x // 2
+    while s > 0:
+        if t < s:
+            v, j = sval[t + s], sidx[t + s]
+            if v > sval[t] or (v == sval[t] and j >= 0 and (sidx[t] < 0 or j < sidx[t])):
+                sval[t] = v
+                sidx[t] = j
+        cuda.syncthreads()
+        s //= 2
+
+
 @cuda.jit
 def _argmax_blocks(mins, bval, bidx):
     "Each block: the largest m_i of its points (the first index among equal values) into bval/bidx[block]."
@@ -131,16 +146,7 @@ def _argmax_blocks(mins, bval, bidx):
     else:
         sval[t] = -2.0
         sidx[t] = -1
-    cuda.syncthreads()
-    s = cuda.blockDim.x // 2
-    while s > 0:
-        if t < s:
-            v, j = sval[t + s], sidx[t + s]
-            if v > sval[t] or (v == sval[t] and j >= 0 and (sidx[t] < 0 or j < sidx[t])):
-                sval[t] = v
-                sidx[t] = j
-        cuda.syncthreads()
-        s //= 2
+    _tree_argmax(sval, sidx, t)
     if t == 0:
         bval[cuda.blockIdx.x] = sval[0]
         bidx[cuda.blockIdx.x] = sidx[0]
@@ -158,16 +164,7 @@ def _argmax_final(bval, bidx, pick, order, step):
             best, bi = bval[b], bidx[b]
     sval[t] = best
     sidx[t] = bi
-    cuda.syncthreads()
-    s = cuda.blockDim.x // 2
-    while s > 0:
-        if t < s:
-            v, j = sval[t + s], sidx[t + s]
-            if v > sval[t] or (v == sval[t] and j >= 0 and (sidx[t] < 0 or j < sidx[t])):
-                sval[t] = v
-                sidx[t] = j
-        cuda.syncthreads()
-        s //= 2
+    _tree_argmax(sval, sidx, t)
     if t == 0:
         pick[0] = sidx[0]
         order[step] = sidx[0]
