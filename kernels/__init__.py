@@ -26,6 +26,7 @@ One module per loop. Each has a NumPy reference, an `@njit` CPU kernel and a
 - `springs`: many undamped spring systems integrated at once by velocity Verlet (the PCL chapter's data).
 - `softvi`: soft (maximum-entropy) value iteration, log-sum-exp over actions, on a deterministic tabular MDP.
 - `kcenter`: k-center greedy (farthest-point) selection, the distance updates of the subset chapter's baseline.
+- `segpool`: per-segment (superpixel) pooling and broadcast, with atomic adds on the GPU (the P2P chapter's masks).
 - `gridstep`: one step of many cooperative grid environments (the O-MAPL chapter's multi-agent task).
 """
 

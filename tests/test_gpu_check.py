@@ -7,7 +7,7 @@ from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[1] / "tools" / "gpu_check.py"
 KERNELS = ["rng", "contraction", "quant", "mnl", "vmf", "hclust", "mmd", "ista", "patch_score", "amo", "pareto",
-           "pointmass", "wl", "makespan", "sketchann", "tanimoto", "springs", "softvi", "kcenter"]
+           "pointmass", "wl", "makespan", "sketchann", "tanimoto", "springs", "softvi", "kcenter", "segpool"]
 
 
 def _env(**extra):

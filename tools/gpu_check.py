@@ -1,7 +1,7 @@
 """Run every hand-written ``@cuda.jit`` kernel of ``icml25nb.kernels`` on a GPU against its ``@njit`` twin.
 
 For each kernel module (amo, contraction, hclust, ista, makespan, mmd, mnl, pareto, patch_score, pointmass, quant, rng,
-sketchann, softvi, springs, tanimoto, vmf, wl, kcenter) the script builds
+sketchann, softvi, springs, tanimoto, vmf, wl, kcenter, segpool) the script builds
 one realistic input, runs the ``@njit`` CPU kernel and the ``@cuda.jit`` kernel on it and prints one line per check:
 
     kernel  check  size  agreement (exact, or max abs / rel difference and the tolerance)  PASS/FAIL
@@ -24,6 +24,7 @@ What "agree" means (the kernels' own tests use the same criteria under the CUDA 
   springs (leapfrog steps of a linear system) rtol 1e-10 + atol 1e-12; softvi (20 sweeps of log-sum-exp) rtol 1e-11 +
   atol 1e-12; kcenter: the same picks in the same order (a pick could differ only if two candidates' squared
   distances were within rounding, which the clustered test points make unlikely), squared distances rtol 1e-12;
+  segpool: pooled means rtol 1e-12 + atol 1e-12 (float64 atomic adds arrive in any order), broadcast exact;
 * sketchann: the same nearest point per (query, copy), or a tie in the sketched distance (rtol 1e-9).
 
 Full sizes: rng 16384 x 1024 uniforms; contraction 4096 trials on a planted-cut graph (n = 1000, m = 5004 > 4096
@@ -36,7 +37,7 @@ x 64000 patches (D = 25); amo a chordal graph on 11 vertices (11! permutations);
 pointmass 1e6 environments; wl G(n = 100000, m = 300000), 3 rounds; makespan 20000 plans (8 stages, 1F1B, 32
 micro-batches); sketchann 512 queries x 45 of 90 copies over 20000 points (m = 64, d = 256); tanimoto 4000 x 4000
 fingerprints of 2048 bits; springs 20000 systems of 8 particles, 300 steps; softvi a
-random MDP of 10000 states x 1000 actions, 20 sweeps; kcenter 200 picks from 100000 points at d = 64. On one CPU core the njit
+random MDP of 10000 states x 1000 actions, 20 sweeps; kcenter 200 picks from 100000 points at d = 64; segpool 256 images of 224 x 224 (3 channels), 196 segments. On one CPU core the njit
 references take about 30 s together (ista 10 s, amo 4.4 s, top-1 3.7 s, wood 2.1 s, the rest under 1.2 s each).
 
 Timings: the njit kernel is called once on a tiny input (loads or compiles it), then timed once at the full size;
@@ -79,7 +80,7 @@ from typing import Any, Callable
 import numpy as np
 
 KERNELS = ["rng", "contraction", "quant", "mnl", "vmf", "hclust", "mmd", "ista", "patch_score", "amo", "pareto",
-           "pointmass", "wl", "makespan", "sketchann", "tanimoto", "springs", "softvi", "kcenter"]
+           "pointmass", "wl", "makespan", "sketchann", "tanimoto", "springs", "softvi", "kcenter", "segpool"]
 
 
 @dataclass
@@ -593,6 +594,24 @@ def check_kcenter(small: bool) -> list[Row]:
     agree, ok2 = close(m_got, m_ref, 1e-12, 0.0)
     return [row("kcenter", "kcenter_greedy", f"{budget} picks from {n} points, d={d}",
                 (f"order {same}; mins {agree}", ok and ok2), "same order; mins rtol 1e-12", tn, tc)]
+
+
+def check_segpool(small: bool) -> list[Row]:
+    from icml25nb.kernels import segpool as SG
+    B, C, H, S = (3, 2, 9, 9) if small else (256, 3, 224, 196)
+    seg = SG._grid_segments(B, H, H, S, 19)
+    x = np.random.default_rng(20).normal(size=(B, C, H, H))
+    SG.pool(x[:1, :1, :2, :2], seg[:1, :2, :2])
+    ref, tn = time_njit(lambda: SG.pool(x, seg, S + 1))
+    got, tc = time_cuda(lambda: SG.pool_cuda(x, seg, S + 1, threads=64 if small else 256))
+    rows = [row("segpool", "pool (mean)", f"{B} images x {C} channels, {H} x {H}, {S} segments",
+                close(got, ref, 1e-12, 1e-12), "rtol 1e-12 + atol 1e-12", tn, tc)]
+    SG.broadcast(ref[:1, :1, :], seg[:1])
+    bref, tn = time_njit(lambda: SG.broadcast(ref, seg))
+    bgot, tc = time_cuda(lambda: SG.broadcast_cuda(ref, seg, threads=64 if small else 256))
+    rows.append(row("segpool", "broadcast", f"{B} images x {C} channels, {H} x {H}, {S} segments", exact(bgot, bref),
+                    "exact", tn, tc))
+    return rows
 
 
 CHECKS: dict[str, Callable[[bool], list[Row]]] = {name: globals()[f"check_{name}"] for name in KERNELS}
