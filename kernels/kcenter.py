@@ -254,16 +254,12 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
     kcenter_greedy(X[:5], 2)  # compile
     y = np.arange(n) % 10  # ten classes of n / 10 points: the chapter's class-balanced use
     rate = budget / n
-    threads = torch.get_num_threads()
-    try:
-        secs = _race({"numpy reference": lambda: kcenter_greedy_ref(X, budget),
-                      "njit (prange updates)": lambda: kcenter_greedy(X, budget),
-                      "sklearn pairwise_distances per step": sklearn_run,
-                      "torch.cdist per step": torch_run}, repeat)
-        secs["subset.kcenter_greedy_select (10 classes, same budget)"] = _race(
-            {"k": lambda: kcenter_greedy_select([X], y, rate, seed=0)}, repeat)["k"]
-    finally:
-        torch.set_num_threads(threads)
+    secs = _race({"numpy reference": lambda: kcenter_greedy_ref(X, budget),
+                  "njit (prange updates)": lambda: kcenter_greedy(X, budget),
+                  "sklearn pairwise_distances per step": sklearn_run,
+                  "torch.cdist per step": torch_run}, repeat)
+    secs["subset.kcenter_greedy_select (10 classes, same budget)"] = _race(
+        {"k": lambda: kcenter_greedy_select([X], y, rate, seed=0)}, repeat)["k"]
     ours = kcenter_greedy(X, budget)[0]
     same = (np.array_equal(ours, kcenter_greedy_ref(X, budget)[0]) and np.array_equal(ours, sklearn_run())
             and np.array_equal(ours, torch_run()))

@@ -273,16 +273,12 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
 
     pool(x[:1, :4, :4], seg[:1, :4, :4])  # compile
     broadcast(pooled[:1], seg[:1])
-    threads = torch.get_num_threads()
-    try:
-        secs = _race({"pool: numpy reference (np.bincount)": lambda: pool_ref(x, seg, S),
-                      "pool: njit (prange over images)": lambda: pool(x, seg, S),
-                      "pool: torch scatter_reduce (mean)": torch_pool,
-                      "broadcast: numpy reference (take_along_axis)": lambda: broadcast_ref(pooled, seg),
-                      "broadcast: njit": lambda: broadcast(pooled, seg),
-                      "broadcast: torch gather": torch_broadcast}, repeat)
-    finally:
-        torch.set_num_threads(threads)
+    secs = _race({"pool: numpy reference (np.bincount)": lambda: pool_ref(x, seg, S),
+                  "pool: njit (prange over images)": lambda: pool(x, seg, S),
+                  "pool: torch scatter_reduce (mean)": torch_pool,
+                  "broadcast: numpy reference (take_along_axis)": lambda: broadcast_ref(pooled, seg),
+                  "broadcast: njit": lambda: broadcast(pooled, seg),
+                  "broadcast: torch gather": torch_broadcast}, repeat)
     agree = (np.allclose(pool_ref(x, seg, S), pooled, rtol=1e-12, atol=1e-12)
              and np.allclose(torch_pool().numpy(), pooled, rtol=1e-12, atol=1e-12)
              and np.array_equal(torch_broadcast().numpy().reshape(x.shape), broadcast(pooled, seg)))
