@@ -1,7 +1,8 @@
 """Every registered chapter under the claims contract, at the fast scale with seed 1 (the notebooks run seed 0, and
 compare it with the committed sweep themselves):
 
-- two runs with seed 1 give identical results (wall-clock numbers, kept under the result's `timings`, aside);
+- one run with seed 1 (one, not two: CI's 45-minute limit; a run that differs from the committed sweep's verdicts
+  fails below, and each notebook makes the same decision on seed 0);
 - nothing is broken (`run_problems`, the decision `icml25nb run`, `claims` and `make book` make): every check holds,
   every claim can be measured, and every verdict equals the committed sweep's for seed 1; a paper claim that fails
   or does not discriminate is a reported result, not a test failure; claims not yet classified (`provisional`)
@@ -14,13 +15,11 @@ compare it with the committed sweep themselves):
 
 `SWEPT` is the one chapter whose seed-1 runs come from tests/test_sweep.py instead (the local and the Ray sweep each
 run it once with seed 1 and must agree), and `CLI_CHAPTER` the one whose seed-1 runs come from tests/test_cli.py
-(`icml25nb run` twice), so that no chapter runs more than twice in the tests besides its notebook
-(SWEPT: seeds 1 and 2, in each engine)."""
-import json
-
+(`icml25nb run` twice: the one same-seed determinism test across processes), so that no chapter runs more than twice in
+the tests besides its notebook (SWEPT: seeds 1 and 2, in each engine)."""
 import pytest
 
-from icml25nb.core import chapters, load_sweep, run_chapter, run_problems, to_jsonable
+from icml25nb.core import chapters, load_sweep, run_chapter, run_problems
 from icml25nb.sweep import _claims_match
 
 CHAPTERS = chapters()
@@ -34,20 +33,14 @@ def test_timed_claims_are_recognised():
     assert timed["speed_1e6"] and not timed["vmf_explores"]
 
 
-def _same(a: dict, b: dict) -> bool:
-    dump = lambda r: json.dumps(to_jsonable({k: v for k, v in r.items() if k != "timings"}), sort_keys=True)
-    return dump(a) == dump(b)
-
-
 def test_registry_lists_the_chapters():
     slugs = {c.slug for c in CHAPTERS}
     assert {"mincut", SWEPT, CLI_CHAPTER} <= slugs
 
 
 @pytest.mark.parametrize("chapter", [c for c in CHAPTERS if c.slug not in (SWEPT, CLI_CHAPTER)], ids=lambda c: c.slug)
-def test_seed_1_twice_same_result_and_contract(chapter):
-    (r1, rows), (r2, _) = run_chapter(chapter, "fast", 1), run_chapter(chapter, "fast", 1)
-    assert _same(r1, r2), f"{chapter.slug}: two runs with seed 1 differ"
+def test_seed_1_agrees_with_the_sweep_and_contract(chapter):
+    _, rows = run_chapter(chapter, "fast", 1)
     problems = run_problems(chapter, rows, seed=1)
     assert not problems, f"{chapter.slug}, seed 1:\n" + "\n".join(problems)
 
