@@ -273,15 +273,34 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
 
     pool(x[:1, :4, :4], seg[:1, :4, :4])  # compile
     broadcast(pooled[:1], seg[:1])
+    from icml25nb.supervised.p2p import region_pool  # the chapter's public function (NumPy in, or torch with autograd)
+    w = torch.from_numpy(np.random.default_rng(2).normal(size=(B, S)))
+
+    def public_train_step():  # what one training step of P2P does with the pooling: forward and backward
+        xg = xt.view(B, H, H).clone().requires_grad_(True)
+        (region_pool(xg, seg, S) * w).sum().backward()
+        return xg.grad
+
+    def torch_train_step():
+        xg = xt.clone().requires_grad_(True)
+        (torch.zeros(B, S, dtype=torch.float64).scatter_reduce(1, segt, xg, reduce="mean", include_self=False) * w).sum().backward()
+        return xg.grad
+
     secs = _race({"pool: numpy reference (np.bincount)": lambda: pool_ref(x, seg, S),
                   "pool: njit (prange over images)": lambda: pool(x, seg, S),
                   "pool: torch scatter_reduce (mean)": torch_pool,
                   "broadcast: numpy reference (take_along_axis)": lambda: broadcast_ref(pooled, seg),
                   "broadcast: njit": lambda: broadcast(pooled, seg),
-                  "broadcast: torch gather": torch_broadcast}, repeat)
+                  "broadcast: torch gather": torch_broadcast,
+                  "pool: supervised.p2p.region_pool (public, NumPy in)": lambda: region_pool(x, seg, S),
+                  "pool + backward: supervised.p2p.region_pool (public, torch in; kernels both ways)": public_train_step,
+                  "pool + backward: torch scatter_reduce (autograd)": torch_train_step}, repeat)
     agree = (np.allclose(pool_ref(x, seg, S), pooled, rtol=1e-12, atol=1e-12)
              and np.allclose(torch_pool().numpy(), pooled, rtol=1e-12, atol=1e-12)
-             and np.array_equal(torch_broadcast().numpy().reshape(x.shape), broadcast(pooled, seg)))
+             and np.array_equal(torch_broadcast().numpy().reshape(x.shape), broadcast(pooled, seg))
+             and np.array_equal(region_pool(x, seg, S), pooled)
+             and np.allclose(public_train_step().numpy().reshape(x.shape), torch_train_step().numpy().reshape(x.shape),
+                             rtol=1e-12, atol=1e-15))
     pn, bn = secs["pool: njit (prange over images)"], secs["broadcast: njit"]
     return {"kernel": "segpool", "task": f"mean over {S} segments of {B} images of {H} x {H}, and the broadcast back; "
             f"{numba.get_num_threads()} numba thread(s), {torch.get_num_threads()} torch thread(s)",
@@ -289,5 +308,9 @@ def benchmark(size: str = "default", repeat: int = 3) -> dict:
             "ratios": {"pool: numpy / njit": secs["pool: numpy reference (np.bincount)"] / pn,
                        "pool: torch / njit": secs["pool: torch scatter_reduce (mean)"] / pn,
                        "broadcast: numpy / njit": secs["broadcast: numpy reference (take_along_axis)"] / bn,
-                       "broadcast: torch / njit": secs["broadcast: torch gather"] / bn},
+                       "broadcast: torch / njit": secs["broadcast: torch gather"] / bn,
+                       "pool: public region_pool / njit kernel": secs["pool: supervised.p2p.region_pool (public, NumPy in)"] / pn,
+                       "pool + backward: torch scatter_reduce / public region_pool":
+                           secs["pool + backward: torch scatter_reduce (autograd)"]
+                           / secs["pool + backward: supervised.p2p.region_pool (public, torch in; kernels both ways)"]},
             "all agree": bool(agree)}

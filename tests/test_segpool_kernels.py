@@ -120,4 +120,5 @@ def test_benchmark_small_runs():
     out = P.benchmark("small", repeat=1)
     assert out["kernel"] == "segpool" and out["all agree"]
     assert set(out["ratios"]) == {"pool: numpy / njit", "pool: torch / njit", "broadcast: numpy / njit",
-                                  "broadcast: torch / njit"}
+                                  "broadcast: torch / njit", "pool: public region_pool / njit kernel",
+                                  "pool + backward: torch scatter_reduce / public region_pool"}
